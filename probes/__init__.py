@@ -1,0 +1,1 @@
+"""Hardware and software probes: everything in hwadvisor that touches the machine."""

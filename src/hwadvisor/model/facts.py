@@ -1,0 +1,86 @@
+"""The unit of every profile: a fact is a value, or ``null`` with a reason, and its source."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+T = TypeVar("T")
+
+
+class Source(str, Enum):
+    """Where a fact came from. Kept short and stable: it is part of the JSON contract."""
+
+    NVML = "nvml"
+    TORCH = "torch"
+    PSUTIL = "psutil"
+    CPUINFO = "cpuinfo"
+    PROCFS = "procfs"
+    SYSFS = "sysfs"
+    CGROUP = "cgroup"
+    SYSCTL = "sysctl"
+    PLATFORM = "platform"
+    OS = "os"
+    ENV = "env"
+    AMDSMI = "amdsmi"
+    PCI = "pci"
+    DEVFS = "devfs"
+    DERIVED = "derived"
+    NVIDIA_SMI = "nvidia-smi"
+    COLLECT_ENV = "collect_env"
+
+
+class StrictModel(BaseModel):
+    """Base for every model of the profile: unknown keys are kept out, fields stay in order."""
+
+    model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null", use_enum_values=True)
+
+
+def _finite(value: Any) -> Any:
+    """Non-finite floats have no place in strict JSON; callers turn them into a reason."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class Fact(StrictModel, Generic[T]):
+    """A value with its source, or ``value: null`` with a ``reason`` saying why it is unknown."""
+
+    value: T | None = None
+    source: Source | None = None
+    reason: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _non_finite_is_unknown(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("value") is not None:
+            raw = data["value"]
+            if _finite(raw) is None:
+                data = {**data, "value": None, "reason": f"non-finite value {raw!r}"}
+        return data
+
+    @model_validator(mode="after")
+    def _null_needs_reason(self) -> Fact[T]:
+        if self.value is None and not self.reason:
+            self.reason = "unknown"
+        return self
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+
+def fact(value: T | None, source: Source, reason: str = "not reported") -> Fact[T]:
+    """A fact from ``source``; ``None`` (or a non-finite float) becomes unknown with ``reason``."""
+    value = _finite(value)
+    if value is None:
+        return Fact[T](value=None, source=source, reason=reason)
+    return Fact[T](value=value, source=source)
+
+
+def unknown(reason: str, source: Source | None = None) -> Fact[Any]:
+    """An unknown fact: ``null`` with the reason (and the source that was asked, if any)."""
+    return Fact[Any](value=None, source=source, reason=reason)

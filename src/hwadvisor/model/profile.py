@@ -1,0 +1,305 @@
+"""The profile: everything a scan learns about a machine, as one versioned pydantic tree.
+
+Field names carry their unit (``_bytes``, ``_mhz``, ``_watts``, ``_c``). Every leaf that comes from
+the machine is a :class:`~hwadvisor.model.facts.Fact`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import Field
+
+from hwadvisor.model.facts import Fact, StrictModel, unknown
+
+#: Bumped when the JSON changes shape. Loaders accept every version up to this one.
+SCHEMA_VERSION = 1
+
+
+def _not_probed() -> Fact[Any]:
+    return unknown("not probed")
+
+
+def NotProbed() -> Any:  # noqa: N802 - reads like a default value at the field site
+    """Default for a fact no probe has filled in."""
+    return Field(default_factory=_not_probed)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU, memory, storage, platform
+
+
+class CpuInfo(StrictModel):
+    vendor: Fact[str] = NotProbed()
+    model_name: Fact[str] = NotProbed()
+    architecture: Fact[str] = NotProbed()
+    microarchitecture: Fact[str] = NotProbed()
+    sockets: Fact[int] = NotProbed()
+    physical_cores: Fact[int] = NotProbed()
+    logical_cores: Fact[int] = NotProbed()
+    performance_cores: Fact[int] = NotProbed()
+    efficiency_cores: Fact[int] = NotProbed()
+    affinity_cpus: Fact[int] = NotProbed()
+    cgroup_cpu_quota: Fact[float] = NotProbed()
+    """CPUs' worth of time the cgroup allows (quota / period); null when unlimited."""
+    usable_cpus: Fact[int] = NotProbed()
+    """min(logical cores, affinity, ceil(cgroup quota)): what a job here can really use."""
+    base_frequency_mhz: Fact[float] = NotProbed()
+    max_frequency_mhz: Fact[float] = NotProbed()
+    isa_features: Fact[list[str]] = NotProbed()
+    """The instruction-set features that matter for deep learning, normalised names."""
+    l1d_cache_bytes: Fact[int] = NotProbed()
+    l2_cache_bytes: Fact[int] = NotProbed()
+    l3_cache_bytes: Fact[int] = NotProbed()
+    numa_nodes: Fact[int] = NotProbed()
+    virtualized: Fact[bool] = NotProbed()
+    hypervisor: Fact[str] = NotProbed()
+
+
+class MemoryInfo(StrictModel):
+    total_bytes: Fact[int] = NotProbed()
+    available_bytes: Fact[int] = NotProbed()
+    swap_total_bytes: Fact[int] = NotProbed()
+    swap_free_bytes: Fact[int] = NotProbed()
+    cgroup_limit_bytes: Fact[int] = NotProbed()
+    """Memory limit of the container/cgroup; null when unlimited."""
+
+
+class StorageInfo(StrictModel):
+    path: Fact[str] = NotProbed()
+    """The output folder the free space was measured at."""
+    free_bytes: Fact[int] = NotProbed()
+    total_bytes: Fact[int] = NotProbed()
+
+
+class PlatformInfo(StrictModel):
+    os: Fact[str] = NotProbed()
+    distribution: Fact[str] = NotProbed()
+    kernel: Fact[str] = NotProbed()
+    python_version: Fact[str] = NotProbed()
+    python_implementation: Fact[str] = NotProbed()
+    container: Fact[str] = NotProbed()
+    """docker, podman, kubernetes, lxc, or "none"."""
+    wsl: Fact[bool] = NotProbed()
+    rosetta: Fact[bool] = NotProbed()
+    """Python runs translated (x86_64 Python on Apple silicon)."""
+    visibility_env: dict[str, str] = Field(default_factory=dict)
+    """CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ... as set (absent = unset)."""
+    nvidia_device_nodes: Fact[list[str]] = NotProbed()
+    """``/dev/nvidia*`` nodes: the kernel driver is loaded even if NVML cannot be used."""
+    pci_display_devices: list[PciDevice] = Field(default_factory=list)
+    """GPUs and accelerators seen on the PCI bus (sysfs), whatever the drivers say."""
+
+
+class PciDevice(StrictModel):
+    bus_id: str
+    vendor: str
+    """nvidia, amd, intel, or the hex vendor id."""
+    vendor_id: str
+    device_id: str
+    driver: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs
+
+
+class NvmlStatus(str, Enum):
+    OK = "ok"
+    LIBRARY_NOT_FOUND = "library_not_found"
+    DRIVER_NOT_LOADED = "driver_not_loaded"
+    VERSION_MISMATCH = "version_mismatch"
+    NO_PERMISSION = "no_permission"
+    NOT_INSTALLED = "not_installed"
+    """The ``pynvml`` module (nvidia-ml-py) is not importable."""
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+class NvmlInfo(StrictModel):
+    status: NvmlStatus = NvmlStatus.ERROR
+    message: str | None = None
+    """The error, with the fix, when status is not ok."""
+    driver_version: Fact[str] = NotProbed()
+    cuda_driver_version: Fact[str] = NotProbed()
+    """Highest CUDA version the driver supports, e.g. "12.4"."""
+    nvml_version: Fact[str] = NotProbed()
+    binding_version: Fact[str] = NotProbed()
+    """Version of the nvidia-ml-py package that provided ``pynvml``."""
+    device_count: Fact[int] = NotProbed()
+
+
+class MigInstance(StrictModel):
+    index: int
+    uuid: Fact[str] = NotProbed()
+    name: Fact[str] = NotProbed()
+    memory_total_bytes: Fact[int] = NotProbed()
+
+
+class GpuInfo(StrictModel):
+    """One GPU as the vendor library (or torch) sees it."""
+
+    index: int
+    vendor: str
+    """nvidia, amd, apple, intel."""
+    backend: str
+    """cuda, rocm, mps, xpu: the framework backend that drives it."""
+    name: Fact[str] = NotProbed()
+    uuid: Fact[str] = NotProbed()
+    serial: Fact[str] = NotProbed()
+    pci_bus_id: Fact[str] = NotProbed()
+    architecture: Fact[str] = NotProbed()
+    compute_capability: Fact[str] = NotProbed()
+    vram_total_bytes: Fact[int] = NotProbed()
+    vram_free_bytes: Fact[int] = NotProbed()
+    vram_used_bytes: Fact[int] = NotProbed()
+    multiprocessor_count: Fact[int] = NotProbed()
+    power_limit_watts: Fact[float] = NotProbed()
+    power_draw_watts: Fact[float] = NotProbed()
+    sm_clock_mhz: Fact[int] = NotProbed()
+    sm_clock_max_mhz: Fact[int] = NotProbed()
+    memory_clock_mhz: Fact[int] = NotProbed()
+    memory_clock_max_mhz: Fact[int] = NotProbed()
+    pcie_generation: Fact[int] = NotProbed()
+    pcie_generation_max: Fact[int] = NotProbed()
+    pcie_width: Fact[int] = NotProbed()
+    pcie_width_max: Fact[int] = NotProbed()
+    temperature_c: Fact[int] = NotProbed()
+    utilization_percent: Fact[int] = NotProbed()
+    ecc_enabled: Fact[bool] = NotProbed()
+    persistence_mode: Fact[bool] = NotProbed()
+    mig_enabled: Fact[bool] = NotProbed()
+    mig_instances: list[MigInstance] = Field(default_factory=list)
+    lost: bool = False
+    """The device answered ``GpuIsLost``: it fell off the bus; every other field is unknown."""
+
+
+class GpuLink(StrictModel):
+    """How two GPUs are connected (NVML topology)."""
+
+    gpu_a: int
+    gpu_b: int
+    link: str
+    """nvlink, same_board, pcie_switch, pcie_switches, host_bridge, numa_node, system."""
+    nvlink_count: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# Frameworks
+
+
+class TorchDevice(StrictModel):
+    index: int
+    name: Fact[str] = NotProbed()
+    total_memory_bytes: Fact[int] = NotProbed()
+    multiprocessor_count: Fact[int] = NotProbed()
+    compute_capability: Fact[str] = NotProbed()
+    uuid: Fact[str] = NotProbed()
+    pci_bus_id: Fact[str] = NotProbed()
+
+
+class TorchInfo(StrictModel):
+    installed: bool = False
+    version: Fact[str] = NotProbed()
+    build: Fact[str] = NotProbed()
+    """cuda, rocm, or cpu: what this torch binary was built for."""
+    cuda_runtime_version: Fact[str] = NotProbed()
+    hip_version: Fact[str] = NotProbed()
+    cudnn_version: Fact[str] = NotProbed()
+    nccl_version: Fact[str] = NotProbed()
+    cuda_available: Fact[bool] = NotProbed()
+    cuda_warnings: list[str] = Field(default_factory=list)
+    """What ``torch.cuda.is_available()`` warned (``CUDA unknown error``, ``driver too old`` ...)."""
+    device_count: Fact[int] = NotProbed()
+    devices: list[TorchDevice] = Field(default_factory=list)
+    arch_list: Fact[list[str]] = NotProbed()
+    mps_built: Fact[bool] = NotProbed()
+    mps_available: Fact[bool] = NotProbed()
+    xpu_available: Fact[bool] = NotProbed()
+    cpu_capability: Fact[str] = NotProbed()
+    """The SIMD level torch's CPU kernels dispatch to (``AVX512``, ``AVX2``, ``DEFAULT``)."""
+    num_threads: Fact[int] = NotProbed()
+
+
+class Frameworks(StrictModel):
+    torch: TorchInfo = Field(default_factory=TorchInfo)
+
+
+# --------------------------------------------------------------------------------------------
+# Findings and diagnostics
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class Finding(StrictModel):
+    """Something a person should know or fix, with the fix in one line."""
+
+    id: str
+    severity: Severity
+    title: str
+    detail: str
+    fix: str
+
+
+class ProbeStatus(str, Enum):
+    OK = "ok"
+    PARTIAL = "partial"
+    """Ran, but some facts could not be read (see their reasons)."""
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+
+
+class ProbeRun(StrictModel):
+    name: str
+    status: ProbeStatus
+    seconds: float
+    message: str | None = None
+
+
+class Diagnostics(StrictModel):
+    probes: list[ProbeRun] = Field(default_factory=list)
+    duration_seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# The envelope
+
+
+class ToolInfo(StrictModel):
+    name: str = "hwadvisor"
+    version: str
+
+
+class HostIdentity(StrictModel):
+    hostname: Fact[str] = NotProbed()
+    machine_id: Fact[str] = NotProbed()
+    """A stable per-machine id (hash of /etc/machine-id or the like), for fleet de-duplication."""
+
+
+class Profile(StrictModel):
+    """What ``hwadvisor scan`` writes: the envelope and every section."""
+
+    schema_version: int = SCHEMA_VERSION
+    tool: ToolInfo
+    created_utc: str
+    """ISO 8601, UTC, seconds precision, e.g. ``2026-11-21T10:02:03Z``."""
+    host: HostIdentity = Field(default_factory=HostIdentity)
+    cpu: CpuInfo = Field(default_factory=CpuInfo)
+    memory: MemoryInfo = Field(default_factory=MemoryInfo)
+    storage: StorageInfo = Field(default_factory=StorageInfo)
+    platform: PlatformInfo = Field(default_factory=PlatformInfo)
+    nvml: NvmlInfo = Field(default_factory=NvmlInfo)
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    gpu_topology: list[GpuLink] = Field(default_factory=list)
+    frameworks: Frameworks = Field(default_factory=Frameworks)
+    findings: list[Finding] = Field(default_factory=list)
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+
+
+PlatformInfo.model_rebuild()

@@ -1,0 +1,1 @@
+"""Jinja2 report templates and their CSS (shipped inside the package)."""
