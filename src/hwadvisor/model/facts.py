@@ -36,7 +36,7 @@ class Source(str, Enum):
 class StrictModel(BaseModel):
     """Base for every model of the profile: unknown keys are kept out, fields stay in order."""
 
-    model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null", use_enum_values=True)
+    model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null")
 
 
 def _finite(value: Any) -> Any:

@@ -1,0 +1,5 @@
+"""``python -m hwadvisor``."""
+
+from hwadvisor.cli import run
+
+run()
