@@ -1,0 +1,267 @@
+"""Parse the XML of ``nvidia-smi -q -x`` into NVML-shaped facts.
+
+A pure function over text: it serves the ``import`` command, and lets a scan on a GPU machine be
+checked field by field against what ``nvidia-smi`` says on the same machine.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from hwadvisor.model.facts import Fact, Source, fact, unknown
+from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
+
+T = TypeVar("T")
+
+SRC = Source.NVIDIA_SMI
+MISSING = "not in this nvidia-smi output"
+
+# Words nvidia-smi prints instead of a value; bracketed forms ("[N/A]", "[Unknown Error]") are
+# handled generically.
+_NO_VALUE = {
+    "n/a",
+    "not supported",
+    "unknown error",
+    "insufficient permissions",
+    "requested functionality has been deprecated",
+    "gpu requires reset",
+    "none",
+}
+
+# A DTD internal subset or an entity declaration is how billion-laughs and XXE payloads arrive;
+# nvidia-smi only ever writes an external ``<!DOCTYPE nvidia_smi_log SYSTEM "...dtd">`` line,
+# which expat does not fetch.
+_INTERNAL_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[", re.IGNORECASE)
+_ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
+
+_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)$")
+_BYTES_PER = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_BUS_ID = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
+
+
+class NvidiaSmiXmlError(ValueError):
+    """The text is not ``nvidia-smi -q -x`` output that can be read safely."""
+
+
+def parse_nvidia_smi_xml(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
+    """Read ``nvidia-smi -q -x`` output: the driver facts and one :class:`GpuInfo` per ``<gpu>``.
+
+    Values nvidia-smi marks ``N/A`` / ``Not Supported`` (bracketed or not) become ``null`` with
+    that reason. Raises :class:`NvidiaSmiXmlError` (a ``ValueError``) on malformed XML, on any
+    DTD internal subset or entity declaration, and on a root other than ``<nvidia_smi_log>``.
+    """
+    root = _parse(text)
+    gpu_elements = root.findall("gpu")
+    attached = _int(_text(root, "attached_gpus"), "")
+    device_count: Fact[int] = attached if attached.known else fact(len(gpu_elements), SRC)
+    info = NvmlInfo(
+        status=NvmlStatus.OK,
+        message=None,
+        driver_version=_str(_text(root, "driver_version")),
+        cuda_driver_version=_str(_text(root, "cuda_version")),
+        nvml_version=unknown("nvidia-smi -q -x does not report the NVML version", SRC),
+        binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
+        device_count=device_count,
+    )
+    return info, [_gpu(index, element) for index, element in enumerate(gpu_elements)]
+
+
+def normalize_bus_id(bus_id: str) -> str | None:
+    """A PCI bus id (``0000:17:00.0``, ``17:00.0``, ...) as NVML writes it: ``00000000:17:00.0``."""
+    match = _BUS_ID.match(bus_id.strip())
+    if match is None:
+        return None
+    domain, bus, device, function = match.groups()
+    return f"{int(domain or '0', 16):08X}:{int(bus, 16):02X}:{int(device, 16):02X}.{function}"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _parse(text: str) -> ET.Element:
+    if not isinstance(text, str):
+        raise NvidiaSmiXmlError(f"expected the XML as text, got {type(text).__name__}")
+    if _INTERNAL_SUBSET.search(text) or _ENTITY.search(text):
+        raise NvidiaSmiXmlError(
+            "refusing nvidia-smi XML with a DTD internal subset or entity declarations "
+            "(nvidia-smi never writes them)"
+        )
+    # Captured output often carries a BOM or a leading newline, which puts the XML
+    # declaration off the start and makes expat fail.
+    body = text.lstrip("\ufeff \t\r\n")
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as err:
+        raise NvidiaSmiXmlError(f"not well-formed nvidia-smi XML: {_one_line(str(err))}") from err
+    if root.tag != "nvidia_smi_log":
+        raise NvidiaSmiXmlError(
+            f"not nvidia-smi -q -x output: root element is <{_one_line(root.tag)}>, "
+            "expected <nvidia_smi_log>"
+        )
+    return root
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+_Raw = tuple[str | None, str]
+"""(text, reason): the cleaned element text, or None with why there is no value."""
+
+
+def _text(parent: ET.Element, path: str) -> _Raw:
+    element = parent.find(path)
+    if element is None:
+        return None, MISSING
+    raw = " ".join((element.text or "").split())
+    if not raw:
+        return None, "empty in nvidia-smi output"
+    word = raw[1:-1].strip() if raw.startswith("[") and raw.endswith("]") else raw
+    if word.lower() in _NO_VALUE or word != raw:
+        return None, f"nvidia-smi reports {word}"
+    return raw, ""
+
+
+def _first(parent: ET.Element, *paths: str) -> _Raw:
+    """The first of ``paths`` with a value; else the reason of the first one present."""
+    reason = MISSING
+    for path in paths:
+        value, why = _text(parent, path)
+        if value is not None:
+            return value, ""
+        if reason == MISSING:
+            reason = why
+    return None, reason
+
+
+def _convert(raw: _Raw, convert: Callable[[str], T | None]) -> Fact[T]:
+    value, reason = raw
+    if value is None:
+        return unknown(reason, SRC)
+    try:
+        converted = convert(value)
+    except (ValueError, ArithmeticError):
+        converted = None
+    if converted is None:
+        return unknown(f"unparseable value {value!r} in nvidia-smi output", SRC)
+    return fact(converted, SRC)
+
+
+def _number(value: str, unit: str) -> float | None:
+    match = _NUMBER.match(value)
+    if match is None or match.group(2).lower() != unit.lower():
+        return None
+    return float(match.group(1))
+
+
+def _str(raw: _Raw) -> Fact[str]:
+    return _convert(raw, lambda v: v)
+
+
+def _int(raw: _Raw, unit: str) -> Fact[int]:
+    def convert(value: str) -> int | None:
+        number = _number(value, unit)
+        return int(number) if number is not None and number.is_integer() else None
+
+    return _convert(raw, convert)
+
+
+def _watts(raw: _Raw) -> Fact[float]:
+    return _convert(raw, lambda v: _number(v, "W"))
+
+
+def _bytes(raw: _Raw) -> Fact[int]:
+    def convert(value: str) -> int | None:
+        match = _NUMBER.match(value)
+        if match is None or match.group(2).lower() not in _BYTES_PER:
+            return None
+        return round(float(match.group(1)) * _BYTES_PER[match.group(2).lower()])
+
+    return _convert(raw, convert)
+
+
+def _width(raw: _Raw) -> Fact[int]:
+    # Link widths read "16x".
+    return _convert(raw, lambda v: int(v[:-1]) if v.lower().endswith("x") else None)
+
+
+def _enabled(raw: _Raw) -> Fact[bool]:
+    states = {"enabled": True, "disabled": False}
+    return _convert(raw, lambda v: states.get(v.lower()))
+
+
+def _compute_capability(raw: _Raw) -> Fact[str]:
+    return _convert(raw, lambda v: v if re.fullmatch(r"\d+\.\d+", v) else None)
+
+
+def _bus_id(raw: _Raw) -> Fact[str]:
+    return _convert(raw, normalize_bus_id)
+
+
+def _gpu(index: int, gpu: ET.Element) -> GpuInfo:
+    bus = _first(gpu, "pci/pci_bus_id")
+    if bus[0] is None and gpu.get("id"):
+        bus = (gpu.get("id"), "")
+    power = ("power_readings", "gpu_power_readings")
+    link = "pci/pci_gpu_link_info"
+    fields: dict[str, Any] = {
+        "name": _str(_text(gpu, "product_name")),
+        "uuid": _str(_text(gpu, "uuid")),
+        "serial": _str(_text(gpu, "serial")),
+        "pci_bus_id": _bus_id(bus),
+        "architecture": _str(_text(gpu, "product_architecture")),
+        "compute_capability": _compute_capability(_text(gpu, "compute_cap")),
+        "vram_total_bytes": _bytes(_text(gpu, "fb_memory_usage/total")),
+        "vram_free_bytes": _bytes(_text(gpu, "fb_memory_usage/free")),
+        "vram_used_bytes": _bytes(_text(gpu, "fb_memory_usage/used")),
+        "multiprocessor_count": unknown(MISSING, SRC),
+        # Drivers >= 530 moved these under <gpu_power_readings> and renamed the limit
+        # "current_power_limit"; >= 580 may leave power_draw N/A beside average/instant draws.
+        "power_limit_watts": _watts(
+            _first(
+                gpu,
+                *(f"{p}/enforced_power_limit" for p in power),
+                *(f"{p}/current_power_limit" for p in power),
+                *(f"{p}/power_limit" for p in power),
+            )
+        ),
+        "power_draw_watts": _watts(
+            _first(
+                gpu,
+                *(f"{p}/power_draw" for p in power),
+                *(f"{p}/average_power_draw" for p in power),
+                *(f"{p}/instant_power_draw" for p in power),
+            )
+        ),
+        "sm_clock_mhz": _int(_text(gpu, "clocks/sm_clock"), "MHz"),
+        "sm_clock_max_mhz": _int(_text(gpu, "max_clocks/sm_clock"), "MHz"),
+        "memory_clock_mhz": _int(_text(gpu, "clocks/mem_clock"), "MHz"),
+        "memory_clock_max_mhz": _int(_text(gpu, "max_clocks/mem_clock"), "MHz"),
+        "pcie_generation": _int(_text(gpu, f"{link}/pcie_gen/current_link_gen"), ""),
+        "pcie_generation_max": _int(_text(gpu, f"{link}/pcie_gen/max_link_gen"), ""),
+        "pcie_width": _width(_text(gpu, f"{link}/link_widths/current_link_width")),
+        "pcie_width_max": _width(_text(gpu, f"{link}/link_widths/max_link_width")),
+        "temperature_c": _int(_text(gpu, "temperature/gpu_temp"), "C"),
+        "utilization_percent": _int(_text(gpu, "utilization/gpu_util"), "%"),
+        "ecc_enabled": _enabled(_text(gpu, "ecc_mode/current_ecc")),
+        "persistence_mode": _enabled(_text(gpu, "persistence_mode")),
+        "mig_enabled": _enabled(_text(gpu, "mig_mode/current_mig")),
+    }
+    migs = [_mig(i, m) for i, m in enumerate(gpu.findall("mig_devices/mig_device"))]
+    return GpuInfo(index=index, vendor="nvidia", backend="cuda", mig_instances=migs, **fields)
+
+
+def _mig(position: int, mig: ET.Element) -> MigInstance:
+    index = _int(_text(mig, "index"), "")
+    return MigInstance(
+        index=index.value if index.value is not None else position,
+        uuid=unknown(MISSING, SRC),
+        name=unknown(MISSING, SRC),
+        memory_total_bytes=_bytes(_text(mig, "fb_memory_usage/total")),
+        gpu_instance_id=_int(_text(mig, "gpu_instance_id"), ""),
+        compute_instance_id=_int(_text(mig, "compute_instance_id"), ""),
+        multiprocessor_count=_int(_text(mig, "device_attributes/shared/multiprocessor_count"), ""),
+    )
