@@ -1,0 +1,723 @@
+"""Readiness: what stands between this machine and deep-learning work, each with a one-line fix.
+
+:func:`assess` is pure: it reads a :class:`~hwadvisor.model.profile.Profile` and returns findings
+in a stable order (errors first, then warnings, then info; by id within a severity). A fact that
+is unknown (``value: null``) never triggers a rule: findings are about what was seen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from hwadvisor.model.profile import (
+    Finding,
+    GpuInfo,
+    NvmlStatus,
+    Profile,
+    Severity,
+    TorchInfo,
+)
+
+Rule = Callable[[Profile], list[Finding]]
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+#: Said instead of an install command: the right command depends on OS, package manager and CUDA.
+_SELECTOR = "PyTorch's 'Get started' selector gives the command"
+
+#: Oldest Linux driver branch for each CUDA toolkit release (CUDA release notes, "Table 3").
+_DRIVER_BRANCH = {
+    (11, 6): 510, (11, 7): 515, (11, 8): 520,
+    (12, 0): 525, (12, 1): 530, (12, 2): 535, (12, 3): 545, (12, 4): 550,
+    (12, 5): 555, (12, 6): 560, (12, 8): 570, (12, 9): 575, (13, 0): 580,
+}  # fmt: skip
+
+#: Jetson (integrated) compute capabilities: binaries for them run nowhere else, and vice versa.
+_INTEGRATED_CC = {53, 62, 72, 87}
+
+_VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+_MAX_QUOTE = 300
+
+
+def assess(profile: Profile) -> list[Finding]:
+    """Every readiness finding for ``profile``, most severe first, then by id."""
+    findings = [finding for rule in _RULES for finding in rule(profile)]
+    return sorted(findings, key=lambda f: (_RANK[Severity(f.severity)], f.id))
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers: small readings of the profile, each None-safe
+
+
+def _finding(
+    finding_id: str, severity: Severity, title: str, detail: str, fix: str
+) -> list[Finding]:
+    return [Finding(id=finding_id, severity=severity, title=title, detail=detail, fix=fix)]
+
+
+def _major_minor(text: str | None) -> tuple[int, int] | None:
+    match = re.match(r"\s*(\d+)\.(\d+)", text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _cc_int(text: str | None) -> int | None:
+    """Compute capability "8.9" → 89, "12.0" → 120 (torch's arch-list numbering)."""
+    parsed = _major_minor(text)
+    return parsed[0] * 10 + parsed[1] if parsed else None
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_QUOTE else flat[: _MAX_QUOTE - 3] + "..."
+
+
+def _torch(profile: Profile) -> TorchInfo:
+    return profile.frameworks.torch
+
+
+def _torch_probed(torch: TorchInfo) -> bool:
+    # A TorchInfo nobody filled in has no source on its facts; "not installed" needs a probe.
+    return torch.installed or torch.version.source is not None
+
+
+def _build(profile: Profile) -> str | None:
+    torch = _torch(profile)
+    return torch.build.value if torch.installed and torch.import_error is None else None
+
+
+def _nvidia_gpus(profile: Profile) -> list[GpuInfo]:
+    return [gpu for gpu in profile.gpus if gpu.vendor == "nvidia"]
+
+
+def _amd_gpus(profile: Profile) -> list[GpuInfo]:
+    return [gpu for gpu in profile.gpus if gpu.vendor == "amd"]
+
+
+def _gpu_label(gpu: GpuInfo) -> str:
+    name = gpu.name.value or "unknown model"
+    return f"GPU {gpu.index} ({name})"
+
+
+def _nvidia_evidence(profile: Profile) -> list[str]:
+    """Signs of NVIDIA hardware that do not depend on NVML working."""
+    evidence = []
+    gpus = _nvidia_gpus(profile)
+    if gpus:
+        evidence.append(f"NVML reports {len(gpus)} NVIDIA GPU(s)")
+    nodes = profile.platform.nvidia_device_nodes.value
+    if nodes:
+        shown = [node if node.startswith("/") else f"/dev/{node}" for node in sorted(nodes)[:4]]
+        evidence.append(f"NVIDIA device nodes exist ({', '.join(shown)})")
+    pci = [dev.bus_id for dev in profile.platform.pci_display_devices if dev.vendor == "nvidia"]
+    if pci:
+        evidence.append(f"NVIDIA device(s) on the PCI bus at {', '.join(sorted(pci))}")
+    return evidence
+
+
+def _cuda_visible_hides_all(profile: Profile) -> list[str]:
+    env = profile.platform.visibility_env
+    return [var for var in _VISIBILITY_VARS if var in env and env[var].strip() in ("", "-1")]
+
+
+def _driver_cuda(profile: Profile) -> tuple[int, int] | None:
+    return _major_minor(profile.nvml.cuda_driver_version.value)
+
+
+def _torch_cuda(profile: Profile) -> tuple[int, int] | None:
+    if _build(profile) != "cuda":
+        return None
+    return _major_minor(_torch(profile).cuda_runtime_version.value)
+
+
+def _driver_too_old(profile: Profile) -> bool:
+    runtime, driver = _torch_cuda(profile), _driver_cuda(profile)
+    return runtime is not None and driver is not None and runtime[0] > driver[0]
+
+
+def _driver_hint(cuda: tuple[int, int]) -> str:
+    branch = _DRIVER_BRANCH.get(cuda)
+    if branch is None:
+        return f"a driver that supports CUDA {cuda[0]}.{cuda[1]}"
+    return f"driver {branch} or newer"
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch present and built for this hardware
+
+
+def _torch_not_installed(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    if torch.installed or not _torch_probed(torch):
+        return []
+    if _nvidia_evidence(profile):
+        fix = f"install a CUDA build of PyTorch ({_SELECTOR})"
+    elif _amd_gpus(profile):
+        fix = f"install a ROCm build of PyTorch ({_SELECTOR})"
+    else:
+        fix = f"install PyTorch ({_SELECTOR})"
+    return _finding(
+        "torch-not-installed",
+        Severity.WARNING,
+        "PyTorch is not installed",
+        "Deep-learning benchmarks and any GPU use need PyTorch; only the CPU was measured.",
+        fix,
+    )
+
+
+def _torch_import_failed(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    if not torch.installed or torch.import_error is None:
+        return []
+    version = torch.version.value or "(version unknown)"
+    return _finding(
+        "torch-import-failed",
+        Severity.ERROR,
+        "PyTorch is installed but cannot be imported",
+        f"torch {version}: {_quote(torch.import_error)}",
+        "reinstall PyTorch in this environment and keep other CUDA libraries out of "
+        f"LD_LIBRARY_PATH ({_SELECTOR})",
+    )
+
+
+def _torch_cpu_only(profile: Profile) -> list[Finding]:
+    evidence = _nvidia_evidence(profile)
+    if _build(profile) != "cpu" or not evidence:
+        return []
+    torch = _torch(profile)
+    driver = profile.nvml.cuda_driver_version.value
+    target = f"for CUDA {driver} or older " if _major_minor(driver) else ""
+    return _finding(
+        "torch-cpu-only",
+        Severity.ERROR,
+        "CPU-only PyTorch installed",
+        f"torch {torch.version.value or '(version unknown)'} is a CPU-only build, but "
+        f"{'; '.join(evidence)}. It cannot use the GPU.",
+        f"install a CUDA build of PyTorch {target}({_SELECTOR})",
+    )
+
+
+def _torch_not_rocm(profile: Profile) -> list[Finding]:
+    amd = _amd_gpus(profile)
+    build = _build(profile)
+    if not amd or build is None or build == "rocm" or _nvidia_evidence(profile):
+        return []
+    names = ", ".join(_gpu_label(gpu) for gpu in amd)
+    return _finding(
+        "torch-not-rocm-build",
+        Severity.WARNING,
+        "AMD GPU present, but PyTorch is not a ROCm build",
+        f"torch is a {build} build; AMD GPU(s): {names}.",
+        f"install a ROCm build of PyTorch on Linux ({_SELECTOR})",
+    )
+
+
+def _rocm_ready(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    if _build(profile) != "rocm":
+        return []
+    count = len(_amd_gpus(profile)) or (torch.device_count.value or 0)
+    if count == 0:
+        return []
+    return _finding(
+        "rocm-gpus",
+        Severity.INFO,
+        f"ROCm PyTorch with {count} AMD GPU(s)",
+        f"torch {torch.version.value or ''} uses HIP {torch.hip_version.value or '(unknown)'}; "
+        "torch.cuda calls run on the AMD GPU(s).",
+        "nothing to fix; CUDA-only extensions (custom kernels, some quantisation libraries) "
+        "need ROCm builds of their own",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Driver and CUDA runtime
+
+
+def _cuda_driver_versions(profile: Profile) -> list[Finding]:
+    runtime, driver = _torch_cuda(profile), _driver_cuda(profile)
+    if runtime is None or driver is None or runtime <= driver:
+        return []
+    rt, drv = f"{runtime[0]}.{runtime[1]}", f"{driver[0]}.{driver[1]}"
+    driver_version = profile.nvml.driver_version.value or "(version unknown)"
+    detail = (
+        f"torch {_torch(profile).version.value or ''} was built for CUDA {rt}; "
+        f"NVIDIA driver {driver_version} supports CUDA up to {drv}."
+    )
+    if runtime[0] > driver[0]:
+        return _finding(
+            "cuda-driver-too-old",
+            Severity.ERROR,
+            f"NVIDIA driver too old for CUDA {rt}",
+            detail + " CUDA cannot start.",
+            f"update the NVIDIA driver ({_driver_hint(runtime)}), or install a PyTorch build "
+            f"for CUDA {drv} or older ({_SELECTOR})",
+        )
+    return _finding(
+        "cuda-minor-version-compat",
+        Severity.WARNING,
+        f"NVIDIA driver older than CUDA {rt}",
+        detail + " It runs through CUDA minor-version compatibility: kernels work, but PTX JIT "
+        "compilation and the newest CUDA features do not.",
+        f"update the NVIDIA driver ({_driver_hint(runtime)})",
+    )
+
+
+def _cuda_init_fix(messages: Iterable[str]) -> str:
+    text = " ".join(messages).lower()
+    if "too old" in text:
+        return "update the NVIDIA driver, or install a PyTorch build for an older CUDA version"
+    if "unknown error" in text:
+        return (
+            "reload the driver (reboot, or `sudo modprobe -r nvidia_uvm && sudo modprobe "
+            "nvidia_uvm`); in a container, start it with GPU access (--gpus all)"
+        )
+    return (
+        "run `nvidia-smi`: if it fails, reinstall the NVIDIA driver; if it works, check "
+        "CUDA_VISIBLE_DEVICES and the container's GPU access"
+    )
+
+
+def _cuda_init_failed(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    messages = torch.cuda_warnings
+    if not torch.installed or not messages:
+        return []
+    # The version rule already says it, with the versions: do not repeat it.
+    if _driver_too_old(profile) and all("too old" in m.lower() for m in messages):
+        return []
+    return _finding(
+        "torch-cuda-init-failed",
+        Severity.ERROR,
+        "PyTorch could not initialise the GPU",
+        "torch.cuda.is_available() warned: " + " | ".join(_quote(m) for m in messages),
+        _cuda_init_fix(messages),
+    )
+
+
+def _cuda_unavailable(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    evidence = _nvidia_evidence(profile)
+    if (
+        _build(profile) != "cuda"
+        or torch.cuda_available.value is not False
+        or torch.cuda_warnings
+        or not evidence
+        or _driver_too_old(profile)
+        or _cuda_visible_hides_all(profile)
+    ):
+        return []
+    return _finding(
+        "torch-cuda-unavailable",
+        Severity.ERROR,
+        "PyTorch cannot see the NVIDIA GPU",
+        f"torch.cuda.is_available() is False, but {'; '.join(evidence)}.",
+        _cuda_init_fix([]),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Compute capability against what torch was compiled for
+
+
+def _parse_arch(entry: str) -> tuple[str, int, str] | None:
+    match = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", entry.strip())
+    return (match.group(1), int(match.group(2)), match.group(3)) if match else None
+
+
+def _cubin_runs(code: int, suffix: str, device: int) -> bool:
+    """Does a binary (``sm_XY``) compiled for ``code`` run on a GPU of capability ``device``?"""
+    if suffix == "a" or code in _INTEGRATED_CC or device in _INTEGRATED_CC:
+        return code == device
+    # Within one major version, a binary runs on the same or a later minor version.
+    return code // 10 == device // 10 and code % 10 <= device % 10
+
+
+def _ptx_runs(code: int, suffix: str, device: int) -> bool:
+    """PTX (``compute_XY``) is compiled by the driver at first use for any later GPU."""
+    if suffix == "a" or device in _INTEGRATED_CC:
+        return code == device
+    return code <= device
+
+
+def _nvidia_capabilities(profile: Profile) -> dict[str, list[str]]:
+    """Compute capability ("8.9") → the GPUs that have it, from NVML and from torch."""
+    found: dict[str, list[str]] = {}
+    for gpu in _nvidia_gpus(profile):
+        cap = gpu.compute_capability.value
+        if cap and _cc_int(cap) is not None:
+            found.setdefault(cap, []).append(_gpu_label(gpu))
+    if _build(profile) == "cuda":
+        for device in _torch(profile).devices:
+            cap = device.compute_capability.value
+            if cap and _cc_int(cap) is not None and cap not in found:
+                found[cap] = [f"torch device {device.index} ({device.name.value or 'unknown'})"]
+    return found
+
+
+def _amd_targets(profile: Profile) -> dict[str, list[str]]:
+    """gfx target ("gfx90a") → the AMD GPUs that have it, from amdsmi/torch."""
+    found: dict[str, list[str]] = {}
+    for gpu in _amd_gpus(profile):
+        arch = gpu.architecture.value
+        if arch:
+            found.setdefault(arch.split(":", 1)[0], []).append(_gpu_label(gpu))
+    for device in _torch(profile).devices:
+        arch = device.architecture.value
+        if arch and arch.split(":", 1)[0] not in found:
+            target = arch.split(":", 1)[0]
+            found[target] = [f"torch device {device.index} ({device.name.value or 'unknown'})"]
+    return found
+
+
+def _arch_support(profile: Profile) -> list[Finding]:
+    build = _build(profile)
+    arch_list = _torch(profile).arch_list.value
+    if not arch_list or build not in ("cuda", "rocm"):
+        return []
+    shown = " ".join(arch_list)
+    if build == "rocm":
+        missing_amd = {
+            target: gpus
+            for target, gpus in _amd_targets(profile).items()
+            if target not in {entry.split(":", 1)[0] for entry in arch_list}
+        }
+        if not missing_amd:
+            return []
+        what = "; ".join(f"{', '.join(gpus)} is {t}" for t, gpus in sorted(missing_amd.items()))
+        return _finding(
+            "gpu-arch-unsupported",
+            Severity.ERROR,
+            "GPU architecture not compiled into this PyTorch",
+            f"{what}; this ROCm build of torch targets: {shown}.",
+            f"install a ROCm build of PyTorch that supports {', '.join(sorted(missing_amd))} "
+            f"({_SELECTOR})",
+        )
+
+    codes = [parsed for entry in arch_list if (parsed := _parse_arch(entry))]
+    unsupported: list[str] = []
+    jit_only: list[str] = []
+    for cap, gpus in sorted(_nvidia_capabilities(profile).items()):
+        device = _cc_int(cap)
+        if device is None:
+            continue
+        sm = f"sm_{device}"
+        label = f"{', '.join(gpus)} is {sm}"
+        if any(kind == "sm" and _cubin_runs(code, sfx, device) for kind, code, sfx in codes):
+            continue
+        if any(kind == "compute" and _ptx_runs(code, sfx, device) for kind, code, sfx in codes):
+            jit_only.append(label)
+        else:
+            unsupported.append(label)
+    findings: list[Finding] = []
+    if unsupported:
+        findings += _finding(
+            "gpu-arch-unsupported",
+            Severity.ERROR,
+            "GPU architecture not compiled into this PyTorch",
+            f"{'; '.join(unsupported)}; this torch was compiled for: {shown}. "
+            "CUDA kernels fail with 'no kernel image is available'.",
+            "install a PyTorch build for a newer CUDA version that includes this GPU's "
+            f"architecture ({_SELECTOR})",
+        )
+    if jit_only:
+        findings += _finding(
+            "gpu-arch-ptx-jit",
+            Severity.WARNING,
+            "GPU runs PyTorch only through PTX JIT compilation",
+            f"{'; '.join(jit_only)}; this torch has no binary for it, only PTX ({shown}). "
+            "Each kernel is compiled at first use: slow start, possibly minutes.",
+            f"install a PyTorch build compiled for this GPU's architecture ({_SELECTOR})",
+        )
+    return findings
+
+
+# --------------------------------------------------------------------------------------------
+# Visibility, NVML, GPU health
+
+
+def _visibility(profile: Profile) -> list[Finding]:
+    env = profile.platform.visibility_env
+    hides_all = _cuda_visible_hides_all(profile)
+    if hides_all:
+        shown = ", ".join(f"{var}={env[var]!r}" for var in hides_all)
+        return _finding(
+            "gpus-hidden-by-env",
+            Severity.WARNING,
+            "GPUs hidden by an environment variable",
+            f"{shown} hides every GPU from CUDA/ROCm programs, this scan included.",
+            f"unset {' and '.join(hides_all)} (or list the GPUs to use) before running",
+        )
+    if "CUDA_VISIBLE_DEVICES" not in env or _build(profile) != "cuda":
+        return []
+    seen = _torch(profile).device_count.value
+    present = len([gpu for gpu in _nvidia_gpus(profile) if not gpu.lost])
+    if seen is None or present == 0 or seen >= present:
+        return []
+    return _finding(
+        "gpus-hidden-by-env",
+        Severity.WARNING,
+        f"PyTorch sees {seen} of {present} GPUs",
+        f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']!r} limits torch to {seen} of the "
+        f"{present} NVIDIA GPUs NVML reports; multi-GPU results cover only those.",
+        "unset CUDA_VISIBLE_DEVICES (or list every GPU in it) before running, to measure all GPUs",
+    )
+
+
+_NVML_TITLE = {
+    NvmlStatus.LIBRARY_NOT_FOUND: "NVIDIA driver library (NVML) not found",
+    NvmlStatus.DRIVER_NOT_LOADED: "NVIDIA kernel driver not loaded",
+    NvmlStatus.VERSION_MISMATCH: "NVIDIA driver and library versions do not match",
+    NvmlStatus.NO_PERMISSION: "No permission to use the NVIDIA GPU",
+    NvmlStatus.NOT_INSTALLED: "NVML bindings (nvidia-ml-py) not installed",
+    NvmlStatus.ERROR: "NVML failed",
+}
+
+_NVML_FIX = {
+    NvmlStatus.LIBRARY_NOT_FOUND: (
+        "install the NVIDIA driver (it provides libnvidia-ml); in a container, start it with "
+        "GPU access (--gpus all and the NVIDIA Container Toolkit)"
+    ),
+    NvmlStatus.DRIVER_NOT_LOADED: (
+        "load the driver (`sudo modprobe nvidia`) or reinstall it; with Secure Boot on, enrol "
+        "the driver's signing key"
+    ),
+    NvmlStatus.VERSION_MISMATCH: (
+        "reboot: the running kernel driver is older than the installed NVIDIA libraries"
+    ),
+    NvmlStatus.NO_PERMISSION: (
+        "give this user access to /dev/nvidia* (often the `video` group) or run where it has it"
+    ),
+    NvmlStatus.NOT_INSTALLED: "install nvidia-ml-py into this Python environment",
+    NvmlStatus.ERROR: (
+        "run `nvidia-smi` to see the driver's error; if it fails, reinstall the driver"
+    ),
+}
+
+
+def _fix_in_message(message: str | None) -> str | None:
+    """The fix in an NVML message shaped "what happened (detail): fix; continuing ...", or None.
+
+    Only a ": " outside parentheses separates the two: error texts inside them have their own.
+    """
+    if not message or "\n" in message:
+        return None
+    depth = 0
+    for i, char in enumerate(message):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and message.startswith(": ", i):
+            fix = message[i + 2 :].split("; continuing", 1)[0].strip()
+            return fix or None
+    return None
+
+
+def _nvml_probed(profile: Profile) -> bool:
+    nvml = profile.nvml
+    # NvmlInfo's defaults (status error, no message, nothing known) mean nobody ran the probe.
+    return not (
+        NvmlStatus(nvml.status) is NvmlStatus.ERROR
+        and nvml.message is None
+        and not nvml.driver_version.known
+    )
+
+
+def _nvml_timeout(profile: Profile) -> list[Finding]:
+    if NvmlStatus(profile.nvml.status) is not NvmlStatus.TIMEOUT:
+        return []
+    return _finding(
+        "nvidia-driver-not-responding",
+        Severity.ERROR,
+        "NVIDIA driver not responding",
+        "NVML did not answer within the time limit"
+        + (f": {_quote(profile.nvml.message)}" if profile.nvml.message else "."),
+        "check `nvidia-smi` and the kernel log (dmesg) for Xid errors; a driver reload or "
+        "reboot clears a hung GPU",
+    )
+
+
+def _nvml_unavailable(profile: Profile) -> list[Finding]:
+    status = NvmlStatus(profile.nvml.status)
+    if status in (NvmlStatus.OK, NvmlStatus.TIMEOUT) or not _nvml_probed(profile):
+        return []
+    evidence = _nvidia_evidence(profile)
+    cvd = profile.platform.visibility_env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        evidence.append(f"CUDA_VISIBLE_DEVICES is set ({cvd!r})")
+    if not evidence:
+        return []  # no sign of NVIDIA hardware: a missing NVML is simply normal here
+    message = f": {_quote(profile.nvml.message)}" if profile.nvml.message else ""
+    return _finding(
+        "nvml-unavailable",
+        Severity.ERROR,
+        _NVML_TITLE[status],
+        f"NVML status {status.value}{message}; yet {'; '.join(evidence)}.",
+        _fix_in_message(profile.nvml.message) or _NVML_FIX[status],
+    )
+
+
+def _gpu_lost(profile: Profile) -> list[Finding]:
+    lost = [gpu for gpu in profile.gpus if gpu.lost]
+    if not lost:
+        return []
+    where = ", ".join(
+        f"GPU {gpu.index}" + (f" at {gpu.pci_bus_id.value}" if gpu.pci_bus_id.value else "")
+        for gpu in lost
+    )
+    return _finding(
+        "gpu-lost",
+        Severity.ERROR,
+        "GPU fell off the bus",
+        f"{where} answered 'GPU is lost': it no longer responds until the machine is reset.",
+        "reboot; if it recurs, check the kernel log for Xid 79, the card's power cables, "
+        "seating and cooling",
+    )
+
+
+def _pcie_narrow(profile: Profile) -> list[Finding]:
+    narrow = []
+    for gpu in profile.gpus:
+        width, widest = gpu.pcie_width.value, gpu.pcie_width_max.value
+        # Only the width: a lower link generation at idle is normal power saving.
+        if width is not None and widest is not None and width < widest:
+            narrow.append(f"{_gpu_label(gpu)} runs at x{width} of x{widest}")
+    if not narrow:
+        return []
+    return _finding(
+        "pcie-link-narrow",
+        Severity.WARNING,
+        "GPU PCIe link narrower than it can be",
+        "; ".join(narrow) + ": host-to-GPU copies run slower than the card allows.",
+        "move the GPU to a full-width slot (lanes are often shared with M.2/other slots, see "
+        "the board manual) and reseat it",
+    )
+
+
+def _mig(profile: Profile) -> list[Finding]:
+    mig = [gpu for gpu in profile.gpus if gpu.mig_enabled.value]
+    if not mig:
+        return []
+    parts = ", ".join(f"{_gpu_label(gpu)}: {len(gpu.mig_instances)} instance(s)" for gpu in mig)
+    return _finding(
+        "mig-enabled",
+        Severity.INFO,
+        "MIG enabled: benchmarks see one GPU slice",
+        f"{parts}. A process sees one MIG instance, not the whole GPU.",
+        "to measure the whole GPU, disable MIG (`sudo nvidia-smi -i <gpu> -mig 0`) when no job "
+        "uses it",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Apple, CPU, and no GPU at all
+
+
+def _mps(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    if torch.mps_built.value is not True or torch.mps_available.value is not False:
+        return []
+    return _finding(
+        "mps-unavailable",
+        Severity.WARNING,
+        "Apple GPU (MPS) built into PyTorch but not available",
+        "torch.backends.mps.is_built() is True but is_available() is False: MPS needs "
+        "macOS 12.3 or newer and a native arm64 Python.",
+        "use macOS 12.3 or newer with an arm64 (native) Python",
+    )
+
+
+def _rosetta(profile: Profile) -> list[Finding]:
+    if profile.platform.rosetta.value is not True:
+        return []
+    return _finding(
+        "python-under-rosetta",
+        Severity.WARNING,
+        "Python runs under Rosetta translation",
+        "This is an x86_64 Python on Apple silicon: it cannot use the Apple GPU (MPS), and "
+        "CPU code runs translated.",
+        "install an arm64 (native) Python",
+    )
+
+
+def _cpu_limit(profile: Profile) -> list[Finding]:
+    usable, logical = profile.cpu.usable_cpus.value, profile.cpu.logical_cores.value
+    if usable is None or logical is None or usable >= logical:
+        return []
+    limits = []
+    if profile.cpu.affinity_cpus.value is not None:
+        limits.append(f"CPU affinity allows {profile.cpu.affinity_cpus.value}")
+    if profile.cpu.cgroup_cpu_quota.value is not None:
+        limits.append(f"the cgroup quota is {profile.cpu.cgroup_cpu_quota.value:g} CPUs")
+    threads = _torch(profile).num_threads.value
+    oversubscribed = threads is not None and threads > usable
+    if oversubscribed:
+        limits.append(f"torch defaults to {threads} threads")
+    return _finding(
+        "cpu-limited",
+        Severity.WARNING if oversubscribed else Severity.INFO,
+        f"{usable} of {logical} CPUs usable",
+        f"The machine has {logical} logical CPUs, but this process may use {usable}"
+        + (f" ({'; '.join(limits)})." if limits else "."),
+        f"set torch threads and DataLoader workers to {usable} "
+        f"(torch.set_num_threads({usable}), num_workers <= {usable})",
+    )
+
+
+def _gpu_sources_answered(profile: Profile) -> bool:
+    torch = _torch(profile)
+    return (
+        torch.device_count.known
+        or profile.platform.nvidia_device_nodes.known
+        or (_nvml_probed(profile) and NvmlStatus(profile.nvml.status) is not NvmlStatus.TIMEOUT)
+    )
+
+
+def _no_gpu(profile: Profile) -> list[Finding]:
+    torch = _torch(profile)
+    if (
+        profile.gpus
+        or _nvidia_evidence(profile)
+        or (torch.device_count.value or 0) > 0
+        or torch.mps_available.value
+        or torch.xpu_available.value
+        or not _gpu_sources_answered(profile)
+    ):
+        return []
+    others = [
+        f"{dev.vendor} at {dev.bus_id}"
+        for dev in profile.platform.pci_display_devices
+        if dev.vendor != "nvidia"
+    ]
+    detail = "No GPU that a deep-learning framework can use was found."
+    if others:
+        detail += f" Display devices on the PCI bus ({', '.join(others)}) have no usable backend."
+    return _finding(
+        "no-gpu",
+        Severity.INFO,
+        "No GPU: fine for classical ML and small models (scenario 1)",
+        detail,
+        "none needed for CPU work; for deep learning, add or rent a GPU (see the advice)",
+    )
+
+
+_RULES: tuple[Rule, ...] = (
+    _torch_not_installed,
+    _torch_import_failed,
+    _torch_cpu_only,
+    _torch_not_rocm,
+    _rocm_ready,
+    _cuda_driver_versions,
+    _cuda_init_failed,
+    _cuda_unavailable,
+    _arch_support,
+    _visibility,
+    _nvml_timeout,
+    _nvml_unavailable,
+    _gpu_lost,
+    _pcie_narrow,
+    _mig,
+    _mps,
+    _rosetta,
+    _cpu_limit,
+    _no_gpu,
+)
