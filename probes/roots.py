@@ -24,5 +24,6 @@ class Roots:
     @classmethod
     def under(cls, base: Path) -> Roots:
         """All roots inside one recorded tree (``base/proc``, ``base/sys``, ...)."""
-        return cls(proc=base / "proc", sys=base / "sys", dev=base / "dev", etc=base / "etc",
-                   root=base)
+        return cls(
+            proc=base / "proc", sys=base / "sys", dev=base / "dev", etc=base / "etc", root=base
+        )

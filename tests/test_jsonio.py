@@ -20,13 +20,18 @@ def _profile() -> Profile:
 
 def test_non_finite_values_become_null_with_reason() -> None:
     p = _profile()
-    p.cpu = CpuInfo(base_frequency_mhz=fact(float("inf"), Source.PSUTIL),
-                    max_frequency_mhz=Fact[float](value=float("nan"), source=Source.SYSFS))
+    p.cpu = CpuInfo(
+        base_frequency_mhz=fact(float("inf"), Source.PSUTIL),
+        max_frequency_mhz=Fact[float](value=float("nan"), source=Source.SYSFS),
+    )
     text = jsonio.to_json(p)
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
-    assert data["cpu"]["base_frequency_mhz"] == {"value": None, "source": "psutil",
-                                                 "reason": "not reported"}
+    assert data["cpu"]["base_frequency_mhz"] == {
+        "value": None,
+        "source": "psutil",
+        "reason": "not reported",
+    }
     assert data["cpu"]["max_frequency_mhz"]["value"] is None
     assert "non-finite" in data["cpu"]["max_frequency_mhz"]["reason"]
 
@@ -34,7 +39,10 @@ def test_non_finite_values_become_null_with_reason() -> None:
 def test_unknown_fact_always_has_a_reason() -> None:
     assert Fact[int]().reason == "unknown"
     assert unknown("no GPU", Source.NVML).model_dump(mode="json") == {
-        "value": None, "source": "nvml", "reason": "no GPU"}
+        "value": None,
+        "source": "nvml",
+        "reason": "no GPU",
+    }
 
 
 def test_hostile_strings_survive_as_data() -> None:

@@ -20,7 +20,10 @@ from hwadvisor.errors import HwAdvisorError, Interrupted
 from hwadvisor.exitcodes import ExitStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
+    from rich.progress import Progress
 
     from hwadvisor.model.profile import Profile
     from hwadvisor.pipeline import ProbeEvent
@@ -45,8 +48,9 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True,
-                     help="Print the version and exit."),
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
@@ -61,15 +65,25 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def _progress_callback(console: Console) -> tuple[object, object]:
-    """A live display of the probes on stderr; returns (context manager, callback)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent], None]]:
+    """A live display of the probes on stderr: the display and the pipeline's callback."""
+    from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-    progress = Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),
-                        TimeElapsedColumn(), console=console, transient=False)
-    tasks: dict[str, object] = {}
-    marks = {"ok": "", "partial": " [yellow](partial)", "skipped": " [dim](skipped)",
-             "failed": " [red](failed)", "timeout": " [red](timed out)"}
+    progress = Progress(
+        SpinnerColumn(finished_text="[green]✓"),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    tasks: dict[str, TaskID] = {}
+    marks = {
+        "ok": "",
+        "partial": " [yellow](partial)",
+        "skipped": " [dim](skipped)",
+        "failed": " [red](failed)",
+        "timeout": " [red](timed out)",
+    }
 
     def on_event(event: ProbeEvent) -> None:
         from rich.markup import escape
@@ -83,8 +97,7 @@ def _progress_callback(console: Console) -> tuple[object, object]:
                 return
             task = progress.add_task(escape(event.title), total=1)
         suffix = marks.get(event.status.value, "")
-        progress.update(task, completed=1,  # type: ignore[arg-type]
-                        description=f"{escape(event.title)}{suffix}")
+        progress.update(task, completed=1, description=f"{escape(event.title)}{suffix}")
 
     return progress, on_event
 
@@ -103,14 +116,22 @@ def scan(
     ] = Path("reports"),
     json_out: Annotated[
         Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Option("--json", metavar="PATH|-",
-                     help="Write the JSON profile to PATH (never overwritten), or '-' for stdout "
-                          "only: no summary, no file; progress and messages go to stderr."),
+        typer.Option(
+            "--json",
+            metavar="PATH|-",
+            help="Write the JSON profile to PATH (never overwritten), or '-' for stdout "
+            "only: no summary, no file; progress and messages go to stderr.",
+        ),
     ] = None,
     probe_timeout: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--probe-timeout", min=1.0, max=3600.0, metavar="SECONDS",
-                     help="Time limit for each isolated probe (default: 10-60 s by probe)."),
+        typer.Option(
+            "--probe-timeout",
+            min=1.0,
+            max=3600.0,
+            metavar="SECONDS",
+            help="Time limit for each isolated probe (default: 10-60 s by probe).",
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
@@ -130,8 +151,8 @@ def scan(
     try:
         if show_progress:
             progress, on_event = _progress_callback(err)
-            with progress:  # type: ignore[attr-defined]
-                profile = run_scan(options, on_event)  # type: ignore[arg-type]
+            with progress:
+                profile = run_scan(options, on_event)
         else:
             profile = run_scan(options)
     except KeyboardInterrupt as exc:
@@ -152,8 +173,10 @@ def scan(
             render_summary(profile, Console(highlight=False))
         err.print(f"Profile written to [bold]{_escape(str(written))}[/bold]")
     if is_degraded(profile):
-        err.print("[yellow]Some probes failed or timed out; the profile says which "
-                  "(diagnostics.probes).[/yellow]")
+        err.print(
+            "[yellow]Some probes failed or timed out; the profile says which "
+            "(diagnostics.probes).[/yellow]"
+        )
         raise typer.Exit(ExitStatus.DEGRADED)
 
 

@@ -1,8 +1,8 @@
 """Run a function in a child process with a time limit, and leave nothing behind.
 
-Probes that can hang (NVML stuck in D state, py-cpuinfo under Rosetta) or that must not touch the
-parent (CUDA initialisation: a CUDA context does not survive ``fork``) run here. The child is a fresh
-interpreter (never ``fork``), in its own process session, so that on timeout the whole group,
+Probes that can hang (NVML stuck in D state, py-cpuinfo under Rosetta) or that must not touch
+the parent (CUDA initialisation: a CUDA context does not survive ``fork``) run here. The child is a
+fresh interpreter (never ``fork``), in its own process session, so that on timeout the whole group,
 grandchildren included, is killed. The result travels back as JSON on a private file descriptor:
 whatever the probed libraries print goes to stderr and cannot corrupt it.
 """
@@ -104,8 +104,9 @@ def run_isolated(
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)
-        return ChildResult("failed", error=f"could not start a child process: {exc}",
-                           error_type=type(exc).__name__)
+        return ChildResult(
+            "failed", error=f"could not start a child process: {exc}", error_type=type(exc).__name__
+        )
     os.close(write_fd)
     with _LIVE.lock:
         _LIVE.procs.add(proc)
@@ -149,17 +150,32 @@ def run_isolated(
         how = f"exit status {proc.returncode}"
         if proc.returncode is not None and proc.returncode < 0:
             how = f"killed by signal {-proc.returncode}"
-        return ChildResult("failed", error=f"child process ended without a result ({how})",
-                           error_type="ChildCrashed", seconds=elapsed, stderr_tail=tail)
+        return ChildResult(
+            "failed",
+            error=f"child process ended without a result ({how})",
+            error_type="ChildCrashed",
+            seconds=elapsed,
+            stderr_tail=tail,
+        )
     try:
         message = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return ChildResult("failed", error=f"unreadable result from child: {exc}",
-                           error_type="ProtocolError", seconds=elapsed, stderr_tail=tail)
+        return ChildResult(
+            "failed",
+            error=f"unreadable result from child: {exc}",
+            error_type="ProtocolError",
+            seconds=elapsed,
+            stderr_tail=tail,
+        )
     if message.get("ok"):
         return ChildResult("ok", value=message.get("value"), seconds=elapsed, stderr_tail=tail)
-    return ChildResult("failed", error=message.get("error"), error_type=message.get("error_type"),
-                       seconds=elapsed, stderr_tail=tail)
+    return ChildResult(
+        "failed",
+        error=message.get("error"),
+        error_type=message.get("error_type"),
+        seconds=elapsed,
+        stderr_tail=tail,
+    )
 
 
 def _tail(data: bytes | None, limit: int = 2000) -> str:
@@ -187,8 +203,9 @@ def child_main() -> None:
         payload: dict[str, Any] = {"ok": True, "value": _to_jsonable(func(**request["kwargs"]))}
         data = json.dumps(payload, allow_nan=False)
     except BaseException as exc:  # noqa: BLE001 - the child reports every failure to the parent
-        data = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                           "error_type": type(exc).__name__})
+        data = json.dumps(
+            {"ok": False, "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+        )
     with os.fdopen(result_fd, "wb") as out:
         out.write(data.encode())
     sys.stdout.flush()

@@ -33,3 +33,11 @@ def die() -> None:
 
 def nan() -> float:
     return float("nan")
+
+
+def sleep_forever() -> None:
+    time.sleep(300)
+
+
+def garbage() -> dict[str, Any]:
+    return {"nvml": {"status": 42}, "gpus": "not a list"}

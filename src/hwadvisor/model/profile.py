@@ -21,7 +21,7 @@ def _not_probed() -> Fact[Any]:
     return unknown("not probed")
 
 
-def NotProbed() -> Any:  # noqa: N802 - reads like a default value at the field site
+def NotProbed() -> Any:
     """Default for a fact no probe has filled in."""
     return Field(default_factory=_not_probed)
 
@@ -39,7 +39,9 @@ class CpuInfo(StrictModel):
     physical_cores: Fact[int] = NotProbed()
     logical_cores: Fact[int] = NotProbed()
     performance_cores: Fact[int] = NotProbed()
+    """Physical P-cores of a hybrid CPU (Intel cpu_core, Apple perflevel0); null otherwise."""
     efficiency_cores: Fact[int] = NotProbed()
+    """Physical E-cores of a hybrid CPU (Intel cpu_atom, Apple perflevel1); null otherwise."""
     affinity_cpus: Fact[int] = NotProbed()
     cgroup_cpu_quota: Fact[float] = NotProbed()
     """CPUs' worth of time the cgroup allows (quota / period); null when unlimited."""
@@ -85,7 +87,7 @@ class PlatformInfo(StrictModel):
     rosetta: Fact[bool] = NotProbed()
     """Python runs translated (x86_64 Python on Apple silicon)."""
     visibility_env: dict[str, str] = Field(default_factory=dict)
-    """CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ... as set (absent = unset)."""
+    """CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ... as set (unset ones are absent)."""
     nvidia_device_nodes: Fact[list[str]] = NotProbed()
     """``/dev/nvidia*`` nodes: the kernel driver is loaded even if NVML cannot be used."""
     pci_display_devices: list[PciDevice] = Field(default_factory=list)
@@ -99,6 +101,8 @@ class PciDevice(StrictModel):
     vendor_id: str
     device_id: str
     driver: str | None = None
+    class_id: str | None = None
+    """PCI class code, e.g. ``0x030200`` (3D controller) or ``0x120000`` (accelerator)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,6 +139,10 @@ class MigInstance(StrictModel):
     uuid: Fact[str] = NotProbed()
     name: Fact[str] = NotProbed()
     memory_total_bytes: Fact[int] = NotProbed()
+    gpu_instance_id: Fact[int] = NotProbed()
+    compute_instance_id: Fact[int] = NotProbed()
+    multiprocessor_count: Fact[int] = NotProbed()
+    """SMs in this MIG slice: its share of the GPU."""
 
 
 class GpuInfo(StrictModel):
@@ -183,6 +191,10 @@ class GpuLink(StrictModel):
     link: str
     """nvlink, same_board, pcie_switch, pcie_switches, host_bridge, numa_node, system."""
     nvlink_count: int = 0
+    pcie_link: str | None = None
+    """The PCIe path (same_board ... system) even where NVLink also joins them; null if unknown."""
+    reason: str | None = None
+    """Why ``link`` is ``unknown``, or why part of the topology could not be read."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,20 +209,26 @@ class TorchDevice(StrictModel):
     compute_capability: Fact[str] = NotProbed()
     uuid: Fact[str] = NotProbed()
     pci_bus_id: Fact[str] = NotProbed()
+    architecture: Fact[str] = NotProbed()
+    """ROCm only: the GPU's gfx target as HIP names it (``gfx90a:sramecc+:xnack-``)."""
 
 
 class TorchInfo(StrictModel):
     installed: bool = False
+    import_error: str | None = None
+    """Set when torch is installed but ``import torch`` failed (broken CUDA libraries ...)."""
     version: Fact[str] = NotProbed()
     build: Fact[str] = NotProbed()
-    """cuda, rocm, or cpu: what this torch binary was built for."""
+    """cuda, rocm, xpu, or cpu: what this torch binary was built for."""
     cuda_runtime_version: Fact[str] = NotProbed()
     hip_version: Fact[str] = NotProbed()
     cudnn_version: Fact[str] = NotProbed()
     nccl_version: Fact[str] = NotProbed()
     cuda_available: Fact[bool] = NotProbed()
     cuda_warnings: list[str] = Field(default_factory=list)
-    """What ``torch.cuda.is_available()`` warned (``CUDA unknown error``, ``driver too old`` ...)."""
+    """What ``torch.cuda.is_available()`` warned (``CUDA unknown error``, driver too old ...)."""
+    cuda_init_warnings: list[str] = Field(default_factory=list)
+    """What CUDA initialisation warned while devices were read (unsupported compute capability)."""
     device_count: Fact[int] = NotProbed()
     devices: list[TorchDevice] = Field(default_factory=list)
     arch_list: Fact[list[str]] = NotProbed()

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from hwadvisor.model.facts import Fact
-from hwadvisor.model.profile import Finding, GpuInfo, Profile, ProbeStatus, Severity
+from hwadvisor.model.profile import Finding, GpuInfo, ProbeStatus, Profile, Severity
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -42,8 +42,14 @@ def show(f: Fact[Any], fmt: Callable[[Any], str] = str) -> Text:
 
 
 def _kv_table(title: str, rows: Iterable[tuple[str, Text]]) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                  show_header=False, pad_edge=False)
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_header=False,
+        pad_edge=False,
+    )
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
     for key, value in rows:
@@ -55,35 +61,60 @@ def _mhz(v: Any) -> str:
     return f"{float(v):,.0f} MHz"
 
 
+def _virtualised(virtualized: Fact[bool], hypervisor: Fact[str]) -> Text:
+    if not virtualized.value:
+        return show(virtualized)
+    if hypervisor.value is None:
+        return Text.assemble("yes ", ("(hypervisor not named)", "dim"))
+    return Text(f"yes ({hypervisor.value})")
+
+
 def _cpu_table(p: Profile) -> Table:
     c = p.cpu
     cores = Text.assemble(
-        show(c.physical_cores), " physical, ", show(c.logical_cores), " logical, ",
-        show(c.usable_cpus), " usable",
+        show(c.physical_cores),
+        " physical, ",
+        show(c.logical_cores),
+        " logical, ",
+        show(c.usable_cpus),
+        " usable",
     )
     if c.performance_cores.value is not None:
         cores.append(f" ({c.performance_cores.value} P + {c.efficiency_cores.value} E)")
     caches = Text.assemble(
         "L2 ", show(c.l2_cache_bytes, human_bytes), ", L3 ", show(c.l3_cache_bytes, human_bytes)
     )
-    return _kv_table("CPU", [
-        ("model", Text.assemble(show(c.model_name), " (", show(c.vendor), ")")),
-        ("architecture", Text.assemble(show(c.architecture), ", ", show(c.microarchitecture))),
-        ("cores", cores),
-        ("sockets / NUMA", Text.assemble(show(c.sockets), " / ", show(c.numa_nodes))),
-        ("frequency", Text.assemble(show(c.base_frequency_mhz, _mhz), " base, ",
-                                    show(c.max_frequency_mhz, _mhz), " max")),
-        ("DL instructions", show(c.isa_features)),
-        ("caches", caches),
-        ("virtualised", Text.assemble(show(c.virtualized), " ", show(c.hypervisor))
-         if c.virtualized.value else show(c.virtualized)),
-    ])
+    return _kv_table(
+        "CPU",
+        [
+            ("model", Text.assemble(show(c.model_name), " (", show(c.vendor), ")")),
+            ("architecture", Text.assemble(show(c.architecture), ", ", show(c.microarchitecture))),
+            ("cores", cores),
+            ("sockets / NUMA", Text.assemble(show(c.sockets), " / ", show(c.numa_nodes))),
+            (
+                "frequency",
+                Text.assemble(
+                    show(c.base_frequency_mhz, _mhz),
+                    " base, ",
+                    show(c.max_frequency_mhz, _mhz),
+                    " max",
+                ),
+            ),
+            ("DL instructions", show(c.isa_features)),
+            ("caches", caches),
+            ("virtualised", _virtualised(c.virtualized, c.hypervisor)),
+        ],
+    )
 
 
 def _system_table(p: Profile) -> Table:
     m, s, pl = p.memory, p.storage, p.platform
-    memory = Text.assemble(show(m.total_bytes, human_bytes), " total, ",
-                           show(m.available_bytes, human_bytes), " available")
+    memory = Text.assemble(
+        show(m.total_bytes, human_bytes),
+        " total, ",
+        show(m.available_bytes, human_bytes),
+        " available",
+    )
     if m.cgroup_limit_bytes.value is not None:
         memory.append(f", container limit {human_bytes(m.cgroup_limit_bytes.value)}")
     rows = [
@@ -106,17 +137,34 @@ def _system_table(p: Profile) -> Table:
 
 def _gpu_row(g: GpuInfo) -> list[RenderableType]:
     if g.lost:
-        return [Text(str(g.index)), Text("GPU lost (fell off the bus)", style="bold red"),
-                Text(""), Text(""), Text(""), Text("")]
-    pcie = Text.assemble("gen ", show(g.pcie_generation), "/", show(g.pcie_generation_max),
-                         " x", show(g.pcie_width), "/", show(g.pcie_width_max))
+        return [
+            Text(str(g.index)),
+            Text("GPU lost (fell off the bus)", style="bold red"),
+            Text(""),
+            Text(""),
+            Text(""),
+            Text(""),
+        ]
+    pcie = Text.assemble(
+        "gen ",
+        show(g.pcie_generation),
+        "/",
+        show(g.pcie_generation_max),
+        " x",
+        show(g.pcie_width),
+        "/",
+        show(g.pcie_width_max),
+    )
     return [
         Text(str(g.index)),
         Text.assemble(show(g.name), f" [{g.backend}]"),
         show(g.vram_total_bytes, human_bytes),
         show(g.compute_capability),
-        Text.assemble(show(g.power_limit_watts, lambda w: f"{float(w):.0f} W"), " ",
-                      show(g.temperature_c, lambda t: f"{t} °C")),
+        Text.assemble(
+            show(g.power_limit_watts, lambda w: f"{float(w):.0f} W"),
+            " ",
+            show(g.temperature_c, lambda t: f"{t} °C"),
+        ),
         pcie,
     ]
 
@@ -124,7 +172,7 @@ def _gpu_row(g: GpuInfo) -> list[RenderableType]:
 def _gpu_table(p: Profile) -> RenderableType:
     if not p.gpus:
         note = p.nvml.message or "no GPU found"
-        return Group(Text("GPUs", style="bold"), Text(f"  none: {note}", style="dim"), Text(""))
+        return _kv_table("GPUs", [("none", Text(note, style="dim"))])
     table = Table(title="GPUs", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in ("#", "name", "memory", "capability", "power / temp", "PCIe now/max"):
         table.add_column(column, overflow="fold")
@@ -132,8 +180,9 @@ def _gpu_table(p: Profile) -> RenderableType:
         table.add_row(*_gpu_row(gpu))
     nv = p.nvml
     if nv.driver_version.value is not None:
-        table.caption = Text.assemble("NVIDIA driver ", show(nv.driver_version), ", CUDA ",
-                                      show(nv.cuda_driver_version))
+        table.caption = Text.assemble(
+            "NVIDIA driver ", show(nv.driver_version), ", CUDA ", show(nv.cuda_driver_version)
+        )
         table.caption_justify = "left"
     return table
 
@@ -144,23 +193,38 @@ def _stack_table(p: Profile) -> Table:
         return _kv_table("Framework stack", [("PyTorch", show(t.version))])
     rows = [
         ("PyTorch", Text.assemble(show(t.version), " (", show(t.build), " build)")),
-        ("CPU kernels", Text.assemble(show(t.cpu_capability), ", ", show(t.num_threads),
-                                      " threads")),
+        (
+            "CPU kernels",
+            Text.assemble(show(t.cpu_capability), ", ", show(t.num_threads), " threads"),
+        ),
     ]
     if t.build.value == "cuda":
         rows += [
-            ("CUDA runtime / cuDNN / NCCL", Text.assemble(
-                show(t.cuda_runtime_version), " / ", show(t.cudnn_version), " / ",
-                show(t.nccl_version))),
-            ("CUDA available", Text.assemble(show(t.cuda_available), " (",
-                                             show(t.device_count), " devices)")),
+            (
+                "CUDA runtime / cuDNN / NCCL",
+                Text.assemble(
+                    show(t.cuda_runtime_version),
+                    " / ",
+                    show(t.cudnn_version),
+                    " / ",
+                    show(t.nccl_version),
+                ),
+            ),
+            (
+                "CUDA available",
+                Text.assemble(show(t.cuda_available), " (", show(t.device_count), " devices)"),
+            ),
             ("arch list", show(t.arch_list)),
         ]
     elif t.build.value == "rocm":
         rows.append(("ROCm/HIP", show(t.hip_version)))
         rows.append(("GPU available", show(t.cuda_available)))
-    rows.append(("MPS (Apple)", Text.assemble("built ", show(t.mps_built), ", available ",
-                                              show(t.mps_available))))
+    rows.append(
+        (
+            "MPS (Apple)",
+            Text.assemble("built ", show(t.mps_built), ", available ", show(t.mps_available)),
+        )
+    )
     rows.append(("XPU (Intel)", show(t.xpu_available)))
     return _kv_table("Framework stack", rows)
 
@@ -173,8 +237,11 @@ def _findings(findings: list[Finding]) -> RenderableType:
     table.add_column("finding", overflow="fold")
     table.add_column("fix", overflow="fold")
     for f in findings:
-        table.add_row(Text(f.severity.value, style=_SEVERITY_STYLE[f.severity]),
-                      Text.assemble((f.title, "bold"), "\n", f.detail), Text(f.fix))
+        table.add_row(
+            Text(f.severity.value, style=_SEVERITY_STYLE[f.severity]),
+            Text.assemble((f.title, "bold"), "\n", (f.detail, "dim")),
+            Text(f.fix),
+        )
     return table
 
 
@@ -182,8 +249,12 @@ def _diagnostics(p: Profile) -> RenderableType | None:
     bad = [r for r in p.diagnostics.probes if r.status in (ProbeStatus.FAILED, ProbeStatus.TIMEOUT)]
     if not bad:
         return None
-    table = Table(title="Probes that did not complete", title_justify="left",
-                  title_style="bold red", box=box.SIMPLE_HEAD)
+    table = Table(
+        title="Probes that did not complete",
+        title_justify="left",
+        title_style="bold red",
+        box=box.SIMPLE_HEAD,
+    )
     for column in ("probe", "status", "seconds", "message"):
         table.add_column(column, overflow="fold")
     for run in bad:

@@ -47,8 +47,10 @@ def write_new_file(path: Path, text: str) -> Path:
             os.fsync(handle.fileno())
         _link_exclusive(Path(tmp_name), path)
     except FileExistsError as exc:
-        raise OutputError(f"{path} already exists; hwadvisor never overwrites a file: "
-                          "choose another name or folder") from exc
+        raise OutputError(
+            f"{path} already exists; hwadvisor never overwrites a file: "
+            "choose another name or folder"
+        ) from exc
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
@@ -64,7 +66,13 @@ def _link_exclusive(src: Path, dst: Path) -> None:
     except OSError as exc:
         if exc.errno in (errno.EEXIST,):
             raise FileExistsError(errno.EEXIST, "File exists", str(dst)) from exc
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+        if exc.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.EXDEV,
+            errno.EMLINK,
+        ):
             raise
         # No hard links on this filesystem: check then rename (a tiny race, never a torn file).
         if dst.exists():

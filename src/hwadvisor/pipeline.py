@@ -1,0 +1,302 @@
+"""The scan: run every probe (concurrently, the risky ones isolated), assemble the profile.
+
+The pipeline never prints. It reports progress through a callback, and returns a
+:class:`~hwadvisor.model.profile.Profile` with a diagnostics entry for every probe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from hwadvisor import __version__
+from hwadvisor.isolation import ChildResult, kill_all_children, run_isolated
+from hwadvisor.model.profile import (
+    CpuInfo,
+    Diagnostics,
+    HostIdentity,
+    MemoryInfo,
+    NvmlInfo,
+    NvmlStatus,
+    PlatformInfo,
+    ProbeRun,
+    ProbeStatus,
+    Profile,
+    StorageInfo,
+    ToolInfo,
+)
+from hwadvisor.probes import cpu as cpu_probe
+from hwadvisor.probes import system as system_probe
+from hwadvisor.probes.amd import AmdReport
+from hwadvisor.probes.nvml import NvmlReport
+from hwadvisor.probes.roots import Roots
+from hwadvisor.probes.torch_stack import TorchReport
+from hwadvisor.readiness import assess
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A probe as the progress display knows it."""
+
+    name: str
+    title: str
+
+
+PROBES: tuple[ProbeSpec, ...] = (
+    ProbeSpec("platform", "Platform, container, PCI devices"),
+    ProbeSpec("host", "Host identity"),
+    ProbeSpec("memory", "Memory"),
+    ProbeSpec("storage", "Disk space"),
+    ProbeSpec("cpu", "CPU: cores, ISA, caches, quota"),
+    ProbeSpec("cpuinfo", "CPU details (py-cpuinfo)"),
+    ProbeSpec("nvml", "NVIDIA GPUs (NVML)"),
+    ProbeSpec("amdsmi", "AMD GPUs (amdsmi)"),
+    ProbeSpec("torch", "PyTorch and CUDA readiness"),
+)
+
+
+@dataclass(frozen=True)
+class ProbeEvent:
+    """Progress: a probe started (``status`` None) or finished."""
+
+    name: str
+    title: str
+    status: ProbeStatus | None = None
+    seconds: float = 0.0
+    message: str | None = None
+
+
+ProgressCallback = Callable[[ProbeEvent], None]
+
+
+@dataclass
+class ScanOptions:
+    out_dir: Path = Path("reports")
+    roots: Roots = field(default_factory=Roots)
+    env: Mapping[str, str] | None = None
+    #: Per isolated probe. Importing torch from a cold disk can take tens of seconds.
+    timeouts_s: dict[str, float] = field(
+        default_factory=lambda: {"cpuinfo": 10.0, "nvml": 15.0, "amdsmi": 15.0, "torch": 60.0}
+    )
+    #: Child targets, replaceable by tests (e.g. with one that hangs).
+    targets: dict[str, str] = field(
+        default_factory=lambda: {
+            "cpuinfo": "hwadvisor.probes.cpu:cpuinfo_child",
+            "nvml": "hwadvisor.probes.nvml:nvml_child",
+            "amdsmi": "hwadvisor.probes.amd:amdsmi_child",
+            "torch": "hwadvisor.probes.torch_stack:torch_child",
+        }
+    )
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Runner:
+    """Runs probes, times them, and records one ProbeRun each."""
+
+    def __init__(self, progress: ProgressCallback) -> None:
+        self.progress = progress
+        self.runs: dict[str, ProbeRun] = {}
+        self._titles = {spec.name: spec.title for spec in PROBES}
+
+    def started(self, name: str) -> float:
+        self.progress(ProbeEvent(name, self._titles.get(name, name)))
+        return time.monotonic()
+
+    def finished(self, name: str, start: float, status: ProbeStatus, message: str | None) -> None:
+        run = ProbeRun(
+            name=name, status=status, seconds=round(time.monotonic() - start, 3), message=message
+        )
+        self.runs[name] = run
+        self.progress(ProbeEvent(name, self._titles.get(name, name), status, run.seconds, message))
+
+    def skipped(self, name: str, why: str) -> None:
+        self.finished(name, time.monotonic(), ProbeStatus.SKIPPED, why)
+
+    def in_process(self, name: str, func: Callable[[], M], fallback: M) -> M:
+        """Run a fast probe here. Probes do not raise for what the machine does; a bug in one
+        is recorded against that probe and the scan goes on with its section unknown."""
+        start = self.started(name)
+        try:
+            result = func()
+        except Exception as exc:  # noqa: BLE001 - one broken probe must not end the scan
+            self.finished(name, start, ProbeStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            return fallback
+        self.finished(name, start, ProbeStatus.OK, None)
+        return result
+
+    def isolated(self, name: str, target: str, timeout_s: float) -> ChildResult:
+        start = self.started(name)
+        result = run_isolated(target, timeout_s=timeout_s)
+        if result.status == "ok":
+            self.finished(name, start, ProbeStatus.OK, None)
+        elif result.status == "timeout":
+            self.finished(name, start, ProbeStatus.TIMEOUT, result.error)
+        else:
+            self.finished(name, start, ProbeStatus.FAILED, result.error)
+        return result
+
+    def parse(self, name: str, result: ChildResult, model: type[M]) -> M | None:
+        """Validate a child's JSON as ``model``; a malformed answer marks the probe failed."""
+        if result.status != "ok":
+            return None
+        try:
+            return model.model_validate(result.value)
+        except ValidationError as exc:
+            run = self.runs[name]
+            run.status = ProbeStatus.FAILED
+            run.message = f"malformed result: {exc.error_count()} validation errors"
+            return None
+
+
+def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> Profile:
+    """Detect everything hwadvisor knows how to detect on this machine."""
+    started = time.monotonic()
+    runner = _Runner(progress or (lambda _event: None))
+    roots = options.roots
+    created = utc_now()
+
+    try:
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="probe") as pool:
+            # Slow children first, so that they run while the quick probes do.
+            children: dict[str, Future[ChildResult]] = {}
+            for name in ("torch", "nvml"):
+                children[name] = pool.submit(
+                    runner.isolated, name, options.targets[name], options.timeouts_s[name]
+                )
+            if cpu_probe.needs_cpuinfo(roots):
+                children["cpuinfo"] = pool.submit(
+                    runner.isolated,
+                    "cpuinfo",
+                    options.targets["cpuinfo"],
+                    options.timeouts_s["cpuinfo"],
+                )
+            else:
+                runner.skipped("cpuinfo", "not needed: /proc/cpuinfo and sysfs answered")
+
+            platform = runner.in_process(
+                "platform",
+                lambda: system_probe.probe_platform(roots, env=options.env),
+                PlatformInfo(),
+            )
+            if any(dev.vendor == "amd" for dev in platform.pci_display_devices):
+                children["amdsmi"] = pool.submit(
+                    runner.isolated,
+                    "amdsmi",
+                    options.targets["amdsmi"],
+                    options.timeouts_s["amdsmi"],
+                )
+            else:
+                runner.skipped("amdsmi", "no AMD GPU on the PCI bus")
+            host = runner.in_process("host", lambda: system_probe.probe_host(roots), HostIdentity())
+            memory = runner.in_process(
+                "memory", lambda: system_probe.probe_memory(roots), MemoryInfo()
+            )
+            storage = runner.in_process(
+                "storage", lambda: system_probe.probe_storage(options.out_dir), StorageInfo()
+            )
+
+            cpuinfo_raw: dict[str, Any] | None = None
+            cpuinfo_error: str | None = None
+            if "cpuinfo" in children:
+                cpu_result = children["cpuinfo"].result()
+                if cpu_result.status == "ok" and isinstance(cpu_result.value, dict):
+                    cpuinfo_raw = cpu_result.value
+                else:
+                    cpuinfo_error = f"py-cpuinfo {cpu_result.status}: {cpu_result.error}"
+            cpu = runner.in_process(
+                "cpu",
+                lambda: cpu_probe.probe_cpu(
+                    roots, cpuinfo_raw=cpuinfo_raw, cpuinfo_error=cpuinfo_error
+                ),
+                CpuInfo(),
+            )
+            results = {name: future.result() for name, future in children.items()}
+    except BaseException:
+        # Ctrl-C (or anything else) while children run: they live in their own session and
+        # would not see the terminal's SIGINT. Leave none behind.
+        kill_all_children()
+        raise
+
+    profile = Profile(
+        tool=ToolInfo(version=__version__),
+        created_utc=created,
+        host=host,
+        cpu=cpu,
+        memory=memory,
+        storage=storage,
+        platform=platform,
+    )
+    # Vendor libraries first: their records are fuller than torch's view of the same device.
+    _merge_nvml(profile, runner, results["nvml"])
+    if "amdsmi" in results:
+        _merge_amd(profile, runner, results["amdsmi"])
+    _merge_torch(profile, runner, results["torch"])
+    profile.findings = assess(profile)
+    profile.diagnostics = Diagnostics(
+        probes=[runner.runs[spec.name] for spec in PROBES if spec.name in runner.runs],
+        duration_seconds=round(time.monotonic() - started, 3),
+    )
+    return profile
+
+
+def _merge_nvml(profile: Profile, runner: _Runner, result: ChildResult) -> None:
+    report = runner.parse("nvml", result, NvmlReport)
+    if report is None:
+        status = NvmlStatus.TIMEOUT if result.status == "timeout" else NvmlStatus.ERROR
+        hint = (
+            "the NVIDIA driver did not answer in time (a hung GPU or driver): check `nvidia-smi`"
+            " and the kernel log; continuing without NVIDIA GPU details"
+            if status is NvmlStatus.TIMEOUT
+            else f"NVML probe failed ({runner.runs['nvml'].message}); continuing without it"
+        )
+        profile.nvml = NvmlInfo(status=status, message=hint)
+        return
+    profile.nvml = report.nvml
+    profile.gpus.extend(report.gpus)
+    profile.gpu_topology = report.topology
+
+
+def _merge_torch(profile: Profile, runner: _Runner, result: ChildResult) -> None:
+    report = runner.parse("torch", result, TorchReport)
+    if report is None:
+        return
+    profile.frameworks.torch = report.torch
+    _add_accelerators(profile, report.accelerators)
+
+
+def _merge_amd(profile: Profile, runner: _Runner, result: ChildResult) -> None:
+    report = runner.parse("amdsmi", result, AmdReport)
+    if report is not None:
+        _add_accelerators(profile, report.gpus)
+
+
+def _add_accelerators(profile: Profile, gpus: list[Any]) -> None:
+    """Add GPUs another source did not already report (matched by PCI bus id, else name+index)."""
+
+    def key(gpu: Any) -> tuple[str, str]:
+        bus = gpu.pci_bus_id.value
+        return (gpu.vendor, bus.lower()[-12:] if bus else f"{gpu.backend}:{gpu.index}")
+
+    seen = {key(gpu) for gpu in profile.gpus}
+    for gpu in gpus:
+        if key(gpu) not in seen:
+            profile.gpus.append(gpu)
+            seen.add(key(gpu))
+
+
+def is_degraded(profile: Profile) -> bool:
+    """A probe failed or timed out: the scan finished, but the profile is less than it could be."""
+    bad = {ProbeStatus.FAILED, ProbeStatus.TIMEOUT}
+    return any(run.status in bad for run in profile.diagnostics.probes)

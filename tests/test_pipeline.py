@@ -1,0 +1,75 @@
+"""The scan pipeline on this machine, and with probes that hang or misbehave."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.model.profile import NvmlStatus, ProbeStatus
+from hwadvisor.pipeline import PROBES, ProbeEvent, ScanOptions, is_degraded, run_scan
+from hwadvisor.render.jsonio import to_json
+
+T = "tests.helpers.child_targets"
+
+
+def test_real_scan_of_this_machine(tmp_path: Path) -> None:
+    events: list[ProbeEvent] = []
+    profile = run_scan(ScanOptions(out_dir=tmp_path), events.append)
+    assert not is_degraded(profile), profile.diagnostics
+    assert profile.cpu.logical_cores.value is not None and profile.cpu.logical_cores.value >= 1
+    assert profile.cpu.usable_cpus.value is not None
+    assert profile.memory.total_bytes.value is not None
+    # Every probe reports exactly once, whether it ran or was skipped.
+    names = [run.name for run in profile.diagnostics.probes]
+    assert sorted(names) == sorted(spec.name for spec in PROBES)
+    finished = [e.name for e in events if e.status is not None]
+    assert sorted(finished) == sorted(names)
+    json.loads(to_json(profile))
+
+
+def test_hung_probe_times_out_and_scan_completes(tmp_path: Path) -> None:
+    options = ScanOptions(out_dir=tmp_path)
+    options.targets["nvml"] = f"{T}:sleep_forever"
+    options.timeouts_s["nvml"] = 1.0
+    start = time.monotonic()
+    profile = run_scan(options)
+    assert time.monotonic() - start < 1.0 + 2.0 + 3.0  # limit + kill grace + the rest of the scan
+    run = {r.name: r for r in profile.diagnostics.probes}["nvml"]
+    assert run.status == ProbeStatus.TIMEOUT
+    assert profile.nvml.status == NvmlStatus.TIMEOUT
+    assert profile.nvml.message and "did not answer" in profile.nvml.message
+    assert is_degraded(profile)
+    assert profile.cpu.logical_cores.value is not None  # the rest of the scan is intact
+
+
+def test_crashing_and_malformed_children_are_failures(tmp_path: Path) -> None:
+    options = ScanOptions(out_dir=tmp_path)
+    options.targets["torch"] = f"{T}:boom"
+    options.targets["nvml"] = f"{T}:garbage"
+    profile = run_scan(options)
+    runs = {r.name: r for r in profile.diagnostics.probes}
+    assert runs["torch"].status == ProbeStatus.FAILED
+    assert "probe exploded" in (runs["torch"].message or "")
+    assert runs["nvml"].status == ProbeStatus.FAILED
+    assert "malformed" in (runs["nvml"].message or "")
+    assert profile.nvml.status == NvmlStatus.ERROR
+    assert not profile.frameworks.torch.installed
+
+
+def test_broken_in_process_probe_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.probes import system
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("bad meminfo")
+
+    monkeypatch.setattr(system, "probe_memory", broken)
+    profile = run_scan(ScanOptions(out_dir=tmp_path))
+    run = {r.name: r for r in profile.diagnostics.probes}["memory"]
+    assert run.status == ProbeStatus.FAILED and "bad meminfo" in (run.message or "")
+    assert profile.memory.total_bytes.value is None
+    assert profile.memory.total_bytes.reason == "not probed"
