@@ -73,3 +73,29 @@ def test_broken_in_process_probe_is_recorded(
     assert run.status == ProbeStatus.FAILED and "bad meminfo" in (run.message or "")
     assert profile.memory.total_bytes.value is None
     assert profile.memory.total_bytes.reason == "not probed"
+
+
+def test_gpus_with_cpu_only_torch_end_to_end(tmp_path: Path) -> None:
+    """NVML sees two GPUs, torch is a CPU-only build: the profile says so, with the fix."""
+    options = ScanOptions(out_dir=tmp_path)
+    options.targets["nvml"] = f"{T}:nvml_two_h100"
+    options.targets["torch"] = f"{T}:torch_cpu_only"
+    profile = run_scan(options)
+    assert not is_degraded(profile)
+    assert [g.name.value for g in profile.gpus] == ["NVIDIA H100 80GB HBM3"] * 2
+    assert profile.nvml.status == NvmlStatus.OK
+    assert profile.frameworks.torch.build.value == "cpu"
+    finding = {f.id: f for f in profile.findings}["torch-cpu-only"]
+    assert finding.severity == "error"
+    assert "CUDA" in finding.fix
+
+
+def test_lost_gpu_marks_the_probe_partial(tmp_path: Path) -> None:
+    options = ScanOptions(out_dir=tmp_path)
+    options.targets["nvml"] = f"{T}:nvml_one_lost"
+    profile = run_scan(options)
+    run = {r.name: r for r in profile.diagnostics.probes}["nvml"]
+    assert run.status == ProbeStatus.PARTIAL and "GPU 1 lost" in (run.message or "")
+    assert [g.lost for g in profile.gpus] == [False, True]
+    assert not is_degraded(profile)  # the scan did its job; the finding says what is wrong
+    assert "gpu-lost" in {f.id for f in profile.findings}

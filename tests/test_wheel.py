@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -64,9 +63,11 @@ def test_scan_from_fresh_environment(wheel: Path, tmp_path: Path) -> None:
             text=True,
         ).stdout.strip()
     )
-    # The dependencies come from the test environment (a path, not a site dir: its editable
-    # hook for hwadvisor is not activated); hwadvisor itself only from the wheel.
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # The dependencies come from the test environment's site-packages folders, added as plain
+    # paths (their own .pth files, the editable hook for hwadvisor among them, stay inactive);
+    # hwadvisor itself comes only from the wheel.
+    deps = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    (site / "deps.pth").write_text("\n".join(deps) + "\n")
     subprocess.run(
         [
             sys.executable,

@@ -22,8 +22,8 @@ from hwadvisor.exitcodes import ExitStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rich.console import Console
-    from rich.progress import Progress
+    from rich.console import Console, RenderableType
+    from rich.progress import Progress, Task
 
     from hwadvisor.model.profile import Profile
     from hwadvisor.pipeline import ProbeEvent
@@ -68,21 +68,30 @@ def _stderr() -> Console:
 def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent], None]]:
     """A live display of the probes on stderr: the display and the pipeline's callback."""
     from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class StatusColumn(SpinnerColumn):
+        """A spinner while the probe runs, then its mark."""
+
+        def render(self, task: Task) -> RenderableType:
+            if task.finished:
+                return Text.from_markup(task.fields.get("mark", "[green]✓"))
+            return super().render(task)
 
     progress = Progress(
-        SpinnerColumn(finished_text="[green]✓"),
+        StatusColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=console,
         transient=False,
     )
     tasks: dict[str, TaskID] = {}
-    marks = {
-        "ok": "",
-        "partial": " [yellow](partial)",
-        "skipped": " [dim](skipped)",
-        "failed": " [red](failed)",
-        "timeout": " [red](timed out)",
+    marks = {  # status -> (mark, suffix)
+        "ok": ("[green]✓", ""),
+        "partial": ("[yellow]✓", " [yellow](partial)"),
+        "skipped": ("[dim]–", " [dim](skipped)"),
+        "failed": ("[red]✗", " [red](failed)"),
+        "timeout": ("[red]✗", " [red](timed out)"),
     }
 
     def on_event(event: ProbeEvent) -> None:
@@ -96,8 +105,8 @@ def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent
             if event.status.value != "skipped":
                 return
             task = progress.add_task(escape(event.title), total=1)
-        suffix = marks.get(event.status.value, "")
-        progress.update(task, completed=1, description=f"{escape(event.title)}{suffix}")
+        mark, suffix = marks.get(event.status.value, ("?", ""))
+        progress.update(task, completed=1, mark=mark, description=f"{escape(event.title)}{suffix}")
 
     return progress, on_event
 

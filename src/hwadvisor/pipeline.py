@@ -147,6 +147,12 @@ class _Runner:
             self.finished(name, start, ProbeStatus.FAILED, result.error)
         return result
 
+    def partial(self, name: str, message: str) -> None:
+        """The probe ran, but part of what it looks at could not be read."""
+        run = self.runs[name]
+        run.status = ProbeStatus.PARTIAL
+        run.message = message
+
     def parse(self, name: str, result: ChildResult, model: type[M]) -> M | None:
         """Validate a child's JSON as ``model``; a malformed answer marks the probe failed."""
         if result.status != "ok":
@@ -266,6 +272,9 @@ def _merge_nvml(profile: Profile, runner: _Runner, result: ChildResult) -> None:
     profile.nvml = report.nvml
     profile.gpus.extend(report.gpus)
     profile.gpu_topology = report.topology
+    lost = [str(gpu.index) for gpu in report.gpus if gpu.lost]
+    if lost:
+        runner.partial("nvml", f"GPU {', '.join(lost)} lost (fell off the bus)")
 
 
 def _merge_torch(profile: Profile, runner: _Runner, result: ChildResult) -> None:
@@ -273,6 +282,8 @@ def _merge_torch(profile: Profile, runner: _Runner, result: ChildResult) -> None
     if report is None:
         return
     profile.frameworks.torch = report.torch
+    if report.torch.import_error:
+        runner.partial("torch", f"import torch failed: {report.torch.import_error}")
     _add_accelerators(profile, report.accelerators)
 
 

@@ -41,3 +41,30 @@ def sleep_forever() -> None:
 
 def garbage() -> dict[str, Any]:
     return {"nvml": {"status": 42}, "gpus": "not a list"}
+
+
+def nvml_two_h100() -> dict[str, Any]:
+    """NVML on a fake 2-GPU machine, run in the child like the real probe."""
+    from hwadvisor.probes.nvml import collect_nvml
+    from tests.fakes.fake_pynvml import FakeGpu, make_fake_pynvml
+
+    gpus = [FakeGpu(), FakeGpu(uuid="GPU-1", serial="2", bus_id="00000000:18:00.0")]
+    return collect_nvml(make_fake_pynvml(gpus)).model_dump(mode="json")
+
+
+def torch_cpu_only() -> dict[str, Any]:
+    from hwadvisor.probes.torch_stack import collect_torch
+    from tests.fakes.fake_torch import cpu_only
+
+    return collect_torch(cpu_only()).model_dump(mode="json")
+
+
+def nvml_one_lost() -> dict[str, Any]:
+    from hwadvisor.probes.nvml import collect_nvml
+    from tests.fakes.fake_pynvml import NVML_ERROR_GPU_IS_LOST, FakeGpu, err, make_fake_pynvml
+
+    gone = FakeGpu(
+        uuid="GPU-2", bus_id="00000000:19:00.0", handle_error=err(NVML_ERROR_GPU_IS_LOST)
+    )
+    gpus = [FakeGpu(), gone]
+    return collect_nvml(make_fake_pynvml(gpus)).model_dump(mode="json")

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hwadvisor.model.facts import Fact
-from hwadvisor.model.profile import Finding, GpuInfo, ProbeStatus, Profile, Severity
+from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -30,10 +30,10 @@ def human_bytes(n: float) -> str:
     return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
 
 
-def show(f: Fact[Any], fmt: Callable[[Any], str] = str) -> Text:
-    """A fact's value, or a dim "unknown (reason)"."""
+def show(f: Fact[Any], fmt: Callable[[Any], str] = str, *, why: bool = False) -> Text:
+    """A fact's value, or a dim "unknown" (with the reason when ``why``: rows of one fact)."""
     if f.value is None:
-        return Text(f"unknown ({f.reason})" if f.reason else "unknown", style="dim")
+        return Text(f"unknown ({f.reason})" if why and f.reason else "unknown", style="dim")
     if isinstance(f.value, bool):
         return Text("yes" if f.value else "no")
     if isinstance(f.value, list):
@@ -100,7 +100,7 @@ def _cpu_table(p: Profile) -> Table:
                     " max",
                 ),
             ),
-            ("DL instructions", show(c.isa_features)),
+            ("DL instructions", show(c.isa_features, why=True)),
             ("caches", caches),
             ("virtualised", _virtualised(c.virtualized, c.hypervisor)),
         ],
@@ -118,12 +118,12 @@ def _system_table(p: Profile) -> Table:
     if m.cgroup_limit_bytes.value is not None:
         memory.append(f", container limit {human_bytes(m.cgroup_limit_bytes.value)}")
     rows = [
-        ("host", show(p.host.hostname)),
+        ("host", show(p.host.hostname, why=True)),
         ("OS", Text.assemble(show(pl.distribution), " (kernel ", show(pl.kernel), ")")),
         ("Python", Text.assemble(show(pl.python_version), " ", show(pl.python_implementation))),
-        ("container", show(pl.container)),
+        ("container", show(pl.container, why=True)),
         ("memory", memory),
-        ("swap", show(m.swap_total_bytes, human_bytes)),
+        ("swap", show(m.swap_total_bytes, human_bytes, why=True)),
         ("disk free", Text.assemble(show(s.free_bytes, human_bytes), " at ", show(s.path))),
     ]
     if pl.wsl.value:
@@ -169,10 +169,19 @@ def _gpu_row(g: GpuInfo) -> list[RenderableType]:
     ]
 
 
+def _no_gpu_note(p: Profile) -> str:
+    """Why there is no GPU: no hardware, or hardware the drivers do not show."""
+    on_bus = [f"{d.vendor} {d.device_id}" for d in p.platform.pci_display_devices]
+    evidence = bool(on_bus) or bool(p.platform.nvidia_device_nodes.value)
+    if p.nvml.status in (NvmlStatus.LIBRARY_NOT_FOUND, NvmlStatus.NOT_INSTALLED) and not evidence:
+        return "no GPU on the PCI bus and no NVIDIA driver"
+    bus = f"PCI display devices: {', '.join(on_bus)}; " if on_bus else ""
+    return f"{bus}NVML: {p.nvml.message or p.nvml.status.value}"
+
+
 def _gpu_table(p: Profile) -> RenderableType:
     if not p.gpus:
-        note = p.nvml.message or "no GPU found"
-        return _kv_table("GPUs", [("none", Text(note, style="dim"))])
+        return _kv_table("GPUs", [("none found", Text(_no_gpu_note(p), style="dim"))])
     table = Table(title="GPUs", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for column in ("#", "name", "memory", "capability", "power / temp", "PCIe now/max"):
         table.add_column(column, overflow="fold")
@@ -190,9 +199,9 @@ def _gpu_table(p: Profile) -> RenderableType:
 def _stack_table(p: Profile) -> Table:
     t = p.frameworks.torch
     if not t.installed:
-        return _kv_table("Framework stack", [("PyTorch", show(t.version))])
+        return _kv_table("Framework stack", [("PyTorch", show(t.version, why=True))])
     rows = [
-        ("PyTorch", Text.assemble(show(t.version), " (", show(t.build), " build)")),
+        ("PyTorch", Text.assemble(show(t.version, why=True), " (", show(t.build), " build)")),
         (
             "CPU kernels",
             Text.assemble(show(t.cpu_capability), ", ", show(t.num_threads), " threads"),
@@ -212,20 +221,22 @@ def _stack_table(p: Profile) -> Table:
             ),
             (
                 "CUDA available",
-                Text.assemble(show(t.cuda_available), " (", show(t.device_count), " devices)"),
+                Text.assemble(
+                    show(t.cuda_available, why=True), " (", show(t.device_count), " devices)"
+                ),
             ),
-            ("arch list", show(t.arch_list)),
+            ("arch list", show(t.arch_list, why=True)),
         ]
     elif t.build.value == "rocm":
-        rows.append(("ROCm/HIP", show(t.hip_version)))
-        rows.append(("GPU available", show(t.cuda_available)))
+        rows.append(("ROCm/HIP", show(t.hip_version, why=True)))
+        rows.append(("GPU available", show(t.cuda_available, why=True)))
     rows.append(
         (
             "MPS (Apple)",
             Text.assemble("built ", show(t.mps_built), ", available ", show(t.mps_available)),
         )
     )
-    rows.append(("XPU (Intel)", show(t.xpu_available)))
+    rows.append(("XPU (Intel)", show(t.xpu_available, why=True)))
     return _kv_table("Framework stack", rows)
 
 
