@@ -8,7 +8,6 @@ answer ``"N/A"``) becomes ``null`` with a reason and never hides the other field
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -16,11 +15,11 @@ from pydantic import Field
 
 from hwadvisor.model.facts import Fact, Source, StrictModel, fact, unknown
 from hwadvisor.model.profile import GpuInfo
+from hwadvisor.probes._common import Failed, describe
 
 T = TypeVar("T")
 
 MIB = 1024 * 1024
-_MAX_REASON = 300
 
 
 class AmdStatus(str, Enum):
@@ -37,17 +36,6 @@ class AmdReport(StrictModel):
     message: str | None = None
     """What went wrong, with the fix, when status is not ok."""
     gpus: list[GpuInfo] = Field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Failed:
-    reason: str
-
-
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or "no message"
-    text = f"{type(exc).__name__}: {text}"
-    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
 
 
 class _Smi:
@@ -69,17 +57,17 @@ class _Smi:
             OSError,
         )
 
-    def call(self, name: str, *args: Any) -> Any | _Failed:
+    def call(self, name: str, *args: Any) -> Any | Failed:
         try:
             return getattr(self.module, name)(*args)
         except self.errors as exc:
-            return _Failed(f"{name}: {_describe(exc)}")
+            return Failed(f"{name}: {describe(exc)}")
 
-    def enum(self, enum_name: str, member: str) -> Any | _Failed:
+    def enum(self, enum_name: str, member: str) -> Any | Failed:
         try:
             return getattr(getattr(self.module, enum_name), member)
         except AttributeError as exc:
-            return _Failed(_describe(exc))
+            return Failed(describe(exc))
 
 
 def _usable(value: Any) -> bool:
@@ -87,22 +75,22 @@ def _usable(value: Any) -> bool:
     return value is not None and not (isinstance(value, str) and value.strip() in ("", "N/A"))
 
 
-def _from(got: Any | _Failed, convert: Callable[[Any], T], what: str) -> Fact[T]:
-    if isinstance(got, _Failed):
+def _from(got: Any | Failed, convert: Callable[[Any], T], what: str) -> Fact[T]:
+    if isinstance(got, Failed):
         return unknown(got.reason, Source.AMDSMI)
     if not _usable(got):
         return unknown(f"{what}: not available on this GPU", Source.AMDSMI)
     try:
         return fact(convert(got), Source.AMDSMI, f"{what}: not reported")
     except (TypeError, ValueError, KeyError) as exc:
-        return unknown(f"{what}: unexpected value {got!r} ({_describe(exc)})", Source.AMDSMI)
+        return unknown(f"{what}: unexpected value {got!r} ({describe(exc)})", Source.AMDSMI)
 
 
-def _key(got: Any | _Failed, key: str) -> Any | _Failed:
-    if isinstance(got, _Failed):
+def _key(got: Any | Failed, key: str) -> Any | Failed:
+    if isinstance(got, Failed):
         return got
     if not isinstance(got, dict):
-        return _Failed(f"unexpected answer {type(got).__name__}, not a dict")
+        return Failed(f"unexpected answer {type(got).__name__}, not a dict")
     return got.get(key)
 
 
@@ -112,7 +100,7 @@ def _vram(smi: _Smi, handle: Any) -> tuple[Fact[int], Fact[int]]:
     vram_type = smi.enum("AmdSmiMemoryType", "VRAM")
     total: Fact[int] = unknown("not reported", Source.AMDSMI)
     used: Fact[int] = unknown("not reported", Source.AMDSMI)
-    if not isinstance(vram_type, _Failed):
+    if not isinstance(vram_type, Failed):
         total = _from(smi.call("amdsmi_get_gpu_memory_total", handle, vram_type), int, "VRAM")
         used = _from(smi.call("amdsmi_get_gpu_memory_usage", handle, vram_type), int, "VRAM")
     if total.known and used.known:
@@ -135,13 +123,13 @@ def _celsius(raw: Any) -> int:
 
 def _temperature(smi: _Smi, handle: Any) -> Fact[int]:
     metric = smi.enum("AmdSmiTemperatureMetric", "CURRENT")
-    if isinstance(metric, _Failed):
+    if isinstance(metric, Failed):
         return unknown(metric.reason, Source.AMDSMI)
     last: Fact[int] = unknown("no temperature sensor answered", Source.AMDSMI)
     # Instinct GPUs have no EDGE sensor; their hottest point (HOTSPOT/junction) is what matters.
     for sensor_name in ("EDGE", "HOTSPOT"):
         sensor = smi.enum("AmdSmiTemperatureType", sensor_name)
-        if isinstance(sensor, _Failed):
+        if isinstance(sensor, Failed):
             continue
         last = _from(
             smi.call("amdsmi_get_temp_metric", handle, sensor, metric), _celsius, "temperature"
@@ -201,7 +189,7 @@ def collect_amdsmi(amdsmi_module: Any | None = None) -> AmdReport:
     smi = _Smi(amdsmi_module)
 
     started = smi.call("amdsmi_init")
-    if isinstance(started, _Failed):
+    if isinstance(started, Failed):
         return AmdReport(
             status=AmdStatus.ERROR,
             message=f"amdsmi could not start ({started.reason}): check that the amdgpu driver "
@@ -209,7 +197,7 @@ def collect_amdsmi(amdsmi_module: Any | None = None) -> AmdReport:
         )
     try:
         handles = smi.call("amdsmi_get_processor_handles")
-        if isinstance(handles, _Failed):
+        if isinstance(handles, Failed):
             return AmdReport(
                 status=AmdStatus.ERROR, message=f"amdsmi could not list GPUs ({handles.reason})"
             )
@@ -227,7 +215,7 @@ def collect_amdsmi(amdsmi_module: Any | None = None) -> AmdReport:
 def _import_failed(exc: BaseException) -> AmdReport:
     return AmdReport(
         status=AmdStatus.ERROR,
-        message=f"amdsmi is installed but cannot be loaded ({_describe(exc)}): "
+        message=f"amdsmi is installed but cannot be loaded ({describe(exc)}): "
         "make its version match the installed ROCm",
     )
 

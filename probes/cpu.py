@@ -25,21 +25,13 @@ from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import CpuInfo
 
 from . import cgroup
+from ._common import PSUTIL_ERRORS
 from .roots import Roots
 
 T = TypeVar("T")
 
 _LIVE_ROOTS = Roots()
 
-#: What psutil raises on platforms where a call is missing or broken (giampaolo/psutil#1939, #2382).
-_PSUTIL_ERRORS = (
-    psutil.Error,
-    OSError,
-    RuntimeError,
-    NotImplementedError,
-    ValueError,
-    AttributeError,
-)
 
 _SYSCTL_TIMEOUT_S = 2.0
 
@@ -637,7 +629,7 @@ def _physical_cores(ctx: _Context) -> Fact[int]:
         return fact(physical, Source.SYSCTL)
     try:
         count = ctx.psutil.cpu_count(logical=False)
-    except _PSUTIL_ERRORS as exc:
+    except PSUTIL_ERRORS as exc:
         return unknown(f"psutil.cpu_count(logical=False) failed: {exc}", Source.PSUTIL)
     if _positive_int(count):
         return fact(int(count), Source.PSUTIL)
@@ -657,7 +649,7 @@ def _logical_cores(ctx: _Context) -> Fact[int]:
         return fact(logical, Source.SYSCTL)
     try:
         count = ctx.psutil.cpu_count(logical=True)
-    except _PSUTIL_ERRORS:
+    except PSUTIL_ERRORS:
         count = None
     if _positive_int(count):
         return fact(int(count), Source.PSUTIL)
@@ -707,7 +699,7 @@ def _affinity(ctx: _Context) -> Fact[int]:
             return unknown(f"os.sched_getaffinity failed: {exc}", Source.OS)
     try:
         cpus = ctx.psutil.Process().cpu_affinity()
-    except _PSUTIL_ERRORS as exc:
+    except PSUTIL_ERRORS as exc:
         return unknown(f"CPU affinity is not exposed on {ctx.system} ({exc})", Source.PSUTIL)
     if isinstance(cpus, list) and cpus:
         return fact(len(cpus), Source.PSUTIL)
@@ -742,7 +734,7 @@ def _sysfs_khz(roots: Roots, name: str) -> float | None:
 def _psutil_freq(ctx: _Context) -> tuple[Any, str]:
     try:
         freq = ctx.psutil.cpu_freq()
-    except _PSUTIL_ERRORS as exc:
+    except PSUTIL_ERRORS as exc:
         return None, f"psutil.cpu_freq() failed: {exc}"
     if freq is None:
         return None, "psutil.cpu_freq() returned None"

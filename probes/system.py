@@ -21,19 +21,12 @@ from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import HostIdentity, MemoryInfo, PciDevice, PlatformInfo, StorageInfo
 
 from . import cgroup
+from ._common import PSUTIL_ERRORS
 from .cpu import read_sysctl
 from .roots import Roots
 
 _LIVE_ROOTS = Roots()
 
-_PSUTIL_ERRORS = (
-    psutil.Error,
-    OSError,
-    RuntimeError,
-    NotImplementedError,
-    ValueError,
-    AttributeError,
-)
 
 #: Environment variables that decide which GPUs a framework sees, in report order.
 VISIBILITY_VARIABLES = (
@@ -100,14 +93,14 @@ def probe_memory(roots: Roots = _LIVE_ROOTS, psutil_module: Any = None) -> Memor
         virtual = ps.virtual_memory()
         total: Fact[int] = fact(int(virtual.total), Source.PSUTIL)
         available: Fact[int] = fact(int(virtual.available), Source.PSUTIL)
-    except (*_PSUTIL_ERRORS, TypeError) as exc:
+    except (*PSUTIL_ERRORS, TypeError) as exc:
         why = f"psutil.virtual_memory() failed: {exc}"
         total, available = procfs("MemTotal", why), procfs("MemAvailable", why)
     try:
         swap = ps.swap_memory()
         swap_total: Fact[int] = fact(int(swap.total), Source.PSUTIL)
         swap_free: Fact[int] = fact(int(swap.free), Source.PSUTIL)
-    except (*_PSUTIL_ERRORS, TypeError) as exc:
+    except (*PSUTIL_ERRORS, TypeError) as exc:
         why = f"psutil.swap_memory() failed: {exc}"
         swap_total, swap_free = procfs("SwapTotal", why), procfs("SwapFree", why)
     return MemoryInfo(

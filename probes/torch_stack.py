@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, TypeVar
 
@@ -18,6 +17,7 @@ from pydantic import Field
 
 from hwadvisor.model.facts import Fact, Source, StrictModel, fact, unknown
 from hwadvisor.model.profile import GpuInfo, TorchDevice, TorchInfo
+from hwadvisor.probes._common import Failed, describe
 
 T = TypeVar("T")
 
@@ -44,8 +44,6 @@ _IMPORT_ERRORS: tuple[type[BaseException], ...] = (
     AttributeError,
 )
 
-_MAX_REASON = 300
-
 
 class TorchReport(StrictModel):
     """What the torch probe returns: torch's view, and the non-NVIDIA GPUs only torch reports."""
@@ -55,28 +53,17 @@ class TorchReport(StrictModel):
     """ROCm (amd), MPS (apple) and XPU (intel) devices. NVIDIA devices come from NVML instead."""
 
 
-@dataclass(frozen=True)
-class _Failed:
-    reason: str
-
-
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or "no message"
-    text = f"{type(exc).__name__}: {text}"
-    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
-
-
-def _try(fn: Callable[[], T]) -> T | _Failed:
+def _try(fn: Callable[[], T]) -> T | Failed:
     try:
         return fn()
     except _CALL_ERRORS as exc:
-        return _Failed(_describe(exc))
+        return Failed(describe(exc))
 
 
 def _torch_fact(fn: Callable[[], T | None], none_reason: str) -> Fact[T]:
     """A fact from one guarded torch call: its value, ``None`` → ``none_reason``, error → why."""
     got = _try(fn)
-    if isinstance(got, _Failed):
+    if isinstance(got, Failed):
         return unknown(got.reason, Source.TORCH)
     return fact(got, Source.TORCH, none_reason)
 
@@ -118,7 +105,7 @@ def _import_torch() -> Any | TorchInfo:
 
 
 def _broken(exc: BaseException) -> TorchInfo:
-    error = _describe(exc)
+    error = describe(exc)
     return _all_unknown(
         f"import torch failed: {error}",
         installed=True,
@@ -162,7 +149,7 @@ def _build(torch: Any) -> Fact[str]:
     if isinstance(xpu, str):
         return fact("xpu", Source.TORCH)
     for got in (hip, cuda, xpu):
-        if isinstance(got, _Failed):
+        if isinstance(got, Failed):
             return unknown(f"torch.version unreadable: {got.reason}", Source.TORCH)
     return fact("cpu", Source.TORCH)
 
@@ -193,7 +180,7 @@ def nccl_version_string(raw: Any) -> str:
 
 def _cudnn(torch: Any, build: str | None) -> Fact[str]:
     got = _try(lambda: torch.backends.cudnn.version())
-    if isinstance(got, _Failed):
+    if isinstance(got, Failed):
         return unknown(f"cuDNN version unreadable: {got.reason}", Source.TORCH)
     if got is None:
         return unknown("cuDNN is not available in this build of PyTorch", Source.TORCH)
@@ -209,7 +196,7 @@ def _nccl(torch: Any, build: str | None) -> Fact[str]:
         return unknown(f"NCCL is not part of a {kind} build of PyTorch", Source.TORCH)
     # Absent on CPU and Windows builds: torch.cuda.nccl or torch._C._nccl_version is missing.
     got = _try(lambda: nccl_version_string(torch.cuda.nccl.version()))
-    if isinstance(got, _Failed):
+    if isinstance(got, Failed):
         return unknown(f"NCCL not available: {got.reason}", Source.TORCH)
     return fact(got, Source.TORCH)
 
@@ -251,7 +238,7 @@ def _device(torch: Any, index: int, rocm: bool) -> tuple[TorchDevice, list[str]]
         warnings.simplefilter("always")
         props = _try(lambda: torch.cuda.get_device_properties(index))
     init_warnings = _messages(caught)
-    if isinstance(props, _Failed):
+    if isinstance(props, Failed):
         reason = f"get_device_properties({index}) failed: {props.reason}"
         facts = {name: unknown(reason, Source.TORCH) for name in _fact_fields(TorchDevice)}
         return TorchDevice(index=index, **facts), init_warnings
@@ -313,12 +300,12 @@ def _xpu_properties(torch: Any, index: int) -> Callable[[], Any]:
 
 def _xpu_gpus(torch: Any) -> list[GpuInfo]:
     count = _try(lambda: int(torch.xpu.device_count()))
-    if isinstance(count, _Failed):
+    if isinstance(count, Failed):
         return []
     gpus = []
     for index in range(count):
         props = _try(_xpu_properties(torch, index))
-        if isinstance(props, _Failed):
+        if isinstance(props, Failed):
             reason = f"xpu.get_device_properties({index}) failed: {props.reason}"
             gpus.append(
                 GpuInfo(
