@@ -99,3 +99,18 @@ def test_lost_gpu_marks_the_probe_partial(tmp_path: Path) -> None:
     assert [g.lost for g in profile.gpus] == [False, True]
     assert not is_degraded(profile)  # the scan did its job; the finding says what is wrong
     assert "gpu-lost" in {f.id for f in profile.findings}
+
+
+def test_hanging_py_cpuinfo_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where py-cpuinfo is needed and hangs (Rosetta), the CPU facts come from elsewhere."""
+    from hwadvisor.probes import cpu
+
+    monkeypatch.setattr(cpu, "needs_cpuinfo", lambda *_a, **_k: True)
+    options = ScanOptions(out_dir=tmp_path)
+    options.targets["cpuinfo"] = f"{T}:sleep_forever"
+    options.timeouts_s["cpuinfo"] = 1.0
+    profile = run_scan(options)
+    runs = {r.name: r for r in profile.diagnostics.probes}
+    assert runs["cpuinfo"].status == ProbeStatus.TIMEOUT
+    assert runs["cpu"].status == ProbeStatus.OK
+    assert profile.cpu.logical_cores.value is not None  # procfs/psutil still answered
