@@ -72,3 +72,30 @@ def test_hang_times_out_within_limit_and_leaves_no_process(tmp_path: Path) -> No
         time.sleep(0.05)
     assert not _alive(child)
     assert not _alive(grandchild)
+
+
+def test_generator_items_stream_back() -> None:
+    seen: list[object] = []
+
+    def on_item(item: object) -> None:
+        seen.append(item)
+
+    result = run_isolated(
+        f"{T}:count_then_hang", {"n": 3, "hang_after": False}, timeout_s=30, on_item=on_item
+    )
+    assert result.status == "ok"
+    assert result.items == seen == [{"i": 0}, {"i": 1}, {"i": 2}]
+
+
+def test_items_survive_a_hang_and_limits_follow_items() -> None:
+    start = time.monotonic()
+    # Each item grants 0.5 s more; the child hangs after the last one.
+    result = run_isolated(
+        f"{T}:count_then_hang",
+        {"n": 2, "hang_after": True},
+        timeout_s=30,
+        on_item=lambda _item: 0.5,
+    )
+    assert result.status == "timeout"
+    assert result.items == [{"i": 0}, {"i": 1}]
+    assert time.monotonic() - start < 0.5 + 2.0 + 2.0  # start-up + limit + kill grace

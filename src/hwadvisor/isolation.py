@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,6 +46,8 @@ class ChildResult:
     error_type: str | None = None
     seconds: float = 0.0
     stderr_tail: str = ""
+    items: list[Any] = field(default_factory=list)
+    """What a generator target yielded before it finished, failed or was stopped."""
 
 
 @dataclass
@@ -79,11 +84,17 @@ def run_isolated(
     *,
     timeout_s: float,
     env: dict[str, str] | None = None,
+    on_item: Callable[[Any], float | None] | None = None,
 ) -> ChildResult:
     """Call ``target`` (``"package.module:function"``) with ``kwargs`` in a fresh interpreter.
 
-    The function's return value must be JSON-serialisable or a pydantic model. Returns within
-    ``timeout_s`` plus the time to kill and reap the child; never raises for what the child does.
+    The function returns a JSON-serialisable value or a pydantic model, or is a generator: then
+    each item it yields travels back as soon as it is yielded, ``on_item`` is called with it, and
+    all of them are in ``ChildResult.items`` even if the child later hangs or dies. ``on_item`` may
+    return a new time limit, in seconds from now (a long case starting, say).
+
+    Returns within the time limit plus the time to kill and reap the child; never raises for what
+    the child does.
     """
     request = json.dumps({"target": target, "kwargs": kwargs or {}}).encode()
     child_env = dict(os.environ if env is None else env)
@@ -110,43 +121,87 @@ def run_isolated(
     os.close(write_fd)
     with _LIVE.lock:
         _LIVE.procs.add(proc)
-
-    chunks: list[bytes] = []
-
-    def _drain() -> None:
-        with os.fdopen(read_fd, "rb") as reader:
-            while chunk := reader.read(65536):
-                chunks.append(chunk)
-
-    reader_thread = threading.Thread(target=_drain, daemon=True)
-    reader_thread.start()
     try:
-        try:
-            _, stderr = proc.communicate(request, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                _, stderr = proc.communicate(timeout=_REAP_SECONDS)
-            except subprocess.TimeoutExpired:  # unkillable (D state): abandon it, don't hang
-                stderr = b""
-            return ChildResult(
-                "timeout",
-                error=f"did not finish within {timeout_s:g} s and was stopped",
-                seconds=time.monotonic() - started,
-                stderr_tail=_tail(stderr),
-            )
-        finally:
-            # The probe may have started grandchildren in its session; none may outlive it.
-            _kill_group(proc)
-        reader_thread.join(timeout=_REAP_SECONDS)
+        return _follow(proc, read_fd, request, timeout_s, on_item, started)
     finally:
+        # The probe may have started grandchildren in its session; none may outlive it.
+        _kill_group(proc)
         with _LIVE.lock:
             _LIVE.procs.discard(proc)
 
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    read_fd: int,
+    request: bytes,
+    timeout_s: float,
+    on_item: Callable[[Any], float | None] | None,
+    started: float,
+) -> ChildResult:
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    stderr_chunks: list[bytes] = []
+
+    def read_results() -> None:
+        with os.fdopen(read_fd, "rb") as reader:
+            for line in reader:
+                lines.put(line)
+        lines.put(None)
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        while chunk := proc.stderr.read(65536):
+            stderr_chunks.append(chunk)
+            del stderr_chunks[:-4]  # only the tail is kept
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (read_results, read_stderr)]
+    for thread in threads:
+        thread.start()
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.write(request)
+        proc.stdin.close()
+
+    items: list[Any] = []
+    final: dict[str, Any] | None = None
+    deadline = started + timeout_s
+    limit = timeout_s
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            _kill_group(proc)
+            _reap(proc, threads)
+            return ChildResult(
+                "timeout",
+                error=f"did not finish within {limit:g} s and was stopped",
+                seconds=time.monotonic() - started,
+                stderr_tail=_tail(b"".join(stderr_chunks)),
+                items=items,
+            )
+        if line is None:
+            break
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError as exc:
+            final = {
+                "ok": False,
+                "error": f"unreadable result from child: {exc}",
+                "error_type": "ProtocolError",
+            }
+            break
+        if isinstance(message, dict) and "item" in message:
+            items.append(message["item"])
+            if on_item is not None:
+                new_limit = on_item(message["item"])
+                if new_limit is not None:
+                    limit = new_limit
+                    deadline = time.monotonic() + new_limit
+        else:
+            final = message
+    _reap(proc, threads)
     elapsed = time.monotonic() - started
-    tail = _tail(stderr)
-    raw = b"".join(chunks)
-    if not raw:
+    tail = _tail(b"".join(stderr_chunks))
+    if final is None:
         how = f"exit status {proc.returncode}"
         if proc.returncode is not None and proc.returncode < 0:
             how = f"killed by signal {-proc.returncode}"
@@ -156,26 +211,32 @@ def run_isolated(
             error_type="ChildCrashed",
             seconds=elapsed,
             stderr_tail=tail,
+            items=items,
         )
-    try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    if final.get("ok"):
         return ChildResult(
-            "failed",
-            error=f"unreadable result from child: {exc}",
-            error_type="ProtocolError",
-            seconds=elapsed,
-            stderr_tail=tail,
+            "ok", value=final.get("value"), seconds=elapsed, stderr_tail=tail, items=items
         )
-    if message.get("ok"):
-        return ChildResult("ok", value=message.get("value"), seconds=elapsed, stderr_tail=tail)
     return ChildResult(
         "failed",
-        error=message.get("error"),
-        error_type=message.get("error_type"),
+        error=final.get("error"),
+        error_type=final.get("error_type"),
         seconds=elapsed,
         stderr_tail=tail,
+        items=items,
     )
+
+
+def _reap(proc: subprocess.Popen[bytes], threads: list[threading.Thread]) -> None:
+    try:
+        proc.wait(timeout=_REAP_SECONDS)
+    except subprocess.TimeoutExpired:  # still running after its result, or unkillable (D state)
+        _kill_group(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_REAP_SECONDS)
+    _kill_group(proc)  # grandchildren holding the pipes open
+    for thread in threads:
+        thread.join(timeout=_REAP_SECONDS)
 
 
 def _tail(data: bytes | None, limit: int = 2000) -> str:
@@ -192,22 +253,37 @@ def _to_jsonable(value: Any) -> Any:
 
 
 def child_main() -> None:
-    """Entry point inside the child: read the request, call the target, send the result."""
+    """Entry point inside the child: read the request, call the target, send the result.
+
+    Each message is one JSON line: ``{"item": ...}`` for every item a generator yields, then
+    ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ..., "error_type": ...}``.
+    """
     result_fd = int(os.environ.pop("HWADVISOR_RESULT_FD"))
     # Anything printed on stdout by the probed libraries (C code included) goes to stderr.
     os.dup2(2, 1)
     request = json.loads(sys.stdin.buffer.read() or b"{}")
     module_name, _, func_name = str(request.get("target", "")).partition(":")
-    try:
-        func = getattr(importlib.import_module(module_name), func_name)
-        payload: dict[str, Any] = {"ok": True, "value": _to_jsonable(func(**request["kwargs"]))}
-        data = json.dumps(payload, allow_nan=False)
-    except BaseException as exc:  # noqa: BLE001 - the child reports every failure to the parent
-        data = json.dumps(
-            {"ok": False, "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
-        )
-    with os.fdopen(result_fd, "wb") as out:
-        out.write(data.encode())
+    with os.fdopen(result_fd, "wb", buffering=0) as out:
+
+        def send(message: dict[str, Any]) -> None:
+            out.write(json.dumps(message, allow_nan=False).encode() + b"\n")
+
+        try:
+            func = getattr(importlib.import_module(module_name), func_name)
+            value = func(**request["kwargs"])
+            if inspect.isgenerator(value):
+                for item in value:
+                    send({"item": _to_jsonable(item)})
+                value = None
+            send({"ok": True, "value": _to_jsonable(value)})
+        except BaseException as exc:  # noqa: BLE001 - the child reports every failure to the parent
+            send(
+                {
+                    "ok": False,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "error_type": type(exc).__name__,
+                }
+            )
     sys.stdout.flush()
     # Skip interpreter teardown: CUDA/NVML atexit handlers have been seen to hang.
     os._exit(0)

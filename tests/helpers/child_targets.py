@@ -68,3 +68,11 @@ def nvml_one_lost() -> dict[str, Any]:
     )
     gpus = [FakeGpu(), gone]
     return collect_nvml(make_fake_pynvml(gpus)).model_dump(mode="json")
+
+
+def count_then_hang(n: int, hang_after: bool) -> Any:
+    for i in range(n):
+        yield {"i": i}
+    if hang_after:
+        time.sleep(300)
+    return None

@@ -1,0 +1,142 @@
+"""The ``benchmarks`` section of a profile: what the machine measurably does."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import Field
+
+from hwadvisor.model.facts import StrictModel
+
+
+class BenchStatus(str, Enum):
+    OK = "ok"
+    SKIPPED = "skipped"
+    """Not run: the hardware or the torch build cannot do it (the message says why)."""
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    """The case hung or ran past its limit; the child was stopped and the scan went on."""
+
+
+class Confidence(str, Enum):
+    HIGH = "high"
+    LOW = "low"
+    """Spread above 10 %, or too few blocks: a noisy machine or a too-short time share."""
+
+
+class Measurement(StrictModel):
+    """One benchmark case on one device."""
+
+    case: str
+    """matmul, conv2d, triad, device_copy, h2d, d2h, launch_latency, train_step."""
+    device: str
+    """``cpu`` or ``cuda:N`` (ROCm GPUs are ``cuda:N`` too; Apple GPUs ``mps``)."""
+    precision: str | None = None
+    """fp32 (TF32 off), tf32, fp16, bf16, fp8, amp; null where it does not apply."""
+    variant: str | None = None
+    """pinned / pageable for transfers."""
+    status: BenchStatus = BenchStatus.OK
+    message: str | None = None
+    unit: str = ""
+    """GFLOP/s, GB/s, us, samples/s."""
+    higher_is_better: bool = True
+    best: float | None = None
+    """The headline: the best block (more stable than the median on noisy machines)."""
+    median: float | None = None
+    spread: float | None = None
+    """Interquartile range / median of the blocks."""
+    blocks: int = 0
+    reps_per_block: int = 0
+    seconds: float = 0.0
+    """Wall time spent on the case, warm-up included."""
+    first_call_seconds: float | None = None
+    """The first call (CUDA context, library handles, JIT), timed apart from the measurement."""
+    params: dict[str, int | float | str] = Field(default_factory=dict)
+    """Problem sizes actually used (after any out-of-memory halving)."""
+    settings: dict[str, str] = Field(default_factory=dict)
+    """Precision and library settings in force (float32 matmul precision, cudnn flags, threads)."""
+    confidence: Confidence = Confidence.HIGH
+    peak: float | None = None
+    """The device's theoretical peak for this case, in ``unit``."""
+    peak_basis: str | None = None
+    efficiency: float | None = None
+    """best / peak, as a fraction; null (with a note) when the peak is unknown or implausible."""
+    efficiency_note: str | None = None
+
+
+class TelemetrySample(StrictModel):
+    """The GPU's state around a case (NVML), to spot throttling."""
+
+    device: str
+    case: str
+    when: str
+    """before or after."""
+    sm_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
+    temperature_c: int | None = None
+    power_watts: float | None = None
+    throttle_reasons: list[str] = Field(default_factory=list)
+
+
+class CrossoverPoint(StrictModel):
+    n: int
+    cpu_gflops: float | None = None
+    gpu_gflops: float | None = None
+    gpu_with_transfer_gflops: float | None = None
+    """Copying both inputs to the GPU and the result back is counted in the time."""
+
+
+class Crossover(StrictModel):
+    """Square FP32 matmul of size n on the CPU against one GPU."""
+
+    device: str
+    points: list[CrossoverPoint] = Field(default_factory=list)
+    cpu_faster_below_n: int | None = None
+    """Below this n the CPU is faster than the GPU (kernel only); null if never/always."""
+    cpu_faster_below_n_with_transfer: int | None = None
+    note: str | None = None
+
+
+class TrainingSpeedup(StrictModel):
+    """The small-CNN training step: GPU samples/s over CPU samples/s."""
+
+    device: str
+    cpu_samples_per_s: float
+    gpu_samples_per_s: float
+    speedup: float
+
+
+class PeerCopy(StrictModel):
+    src: str
+    dst: str
+    gb_per_s: float | None = None
+    status: BenchStatus = BenchStatus.OK
+    message: str | None = None
+
+
+class AllReduce(StrictModel):
+    backend: str
+    """nccl on GPUs; gloo for the CPU path."""
+    world_size: int
+    size_bytes: int
+    algbw_gbs: float | None = None
+    busbw_gbs: float | None = None
+    """Bus bandwidth = algbw × 2(n−1)/n, comparable across GPU counts (as nccl-tests)."""
+    status: BenchStatus = BenchStatus.OK
+    message: str | None = None
+
+
+class Benchmarks(StrictModel):
+    status: BenchStatus = BenchStatus.OK
+    message: str | None = None
+    budget_seconds: float = 0.0
+    duration_seconds: float = 0.0
+    threads: int | None = None
+    """CPU threads torch used (= usable CPUs)."""
+    torch_version: str | None = None
+    measurements: list[Measurement] = Field(default_factory=list)
+    telemetry: list[TelemetrySample] = Field(default_factory=list)
+    crossover: list[Crossover] = Field(default_factory=list)
+    training_speedup: list[TrainingSpeedup] = Field(default_factory=list)
+    peer_copies: list[PeerCopy] = Field(default_factory=list)
+    all_reduce: AllReduce | None = None
