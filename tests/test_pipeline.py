@@ -17,21 +17,22 @@ T = "tests.helpers.child_targets"
 
 def test_real_scan_of_this_machine(tmp_path: Path) -> None:
     events: list[ProbeEvent] = []
-    profile = run_scan(ScanOptions(out_dir=tmp_path), events.append)
+    profile = run_scan(ScanOptions(out_dir=tmp_path, bench=False), events.append)
     assert not is_degraded(profile), profile.diagnostics
     assert profile.cpu.logical_cores.value is not None and profile.cpu.logical_cores.value >= 1
     assert profile.cpu.usable_cpus.value is not None
     assert profile.memory.total_bytes.value is not None
     # Every probe reports exactly once, whether it ran or was skipped.
     names = [run.name for run in profile.diagnostics.probes]
-    assert sorted(names) == sorted(spec.name for spec in PROBES)
+    assert sorted(names) == sorted(spec.name for spec in PROBES if spec.name != "benchmarks")
+    assert profile.benchmarks is None
     finished = [e.name for e in events if e.status is not None]
     assert sorted(finished) == sorted(names)
     json.loads(to_json(profile))
 
 
 def test_hung_probe_times_out_and_scan_completes(tmp_path: Path) -> None:
-    options = ScanOptions(out_dir=tmp_path)
+    options = ScanOptions(out_dir=tmp_path, bench=False)
     options.targets["nvml"] = f"{T}:sleep_forever"
     options.timeouts_s["nvml"] = 1.0
     start = time.monotonic()
@@ -46,7 +47,7 @@ def test_hung_probe_times_out_and_scan_completes(tmp_path: Path) -> None:
 
 
 def test_crashing_and_malformed_children_are_failures(tmp_path: Path) -> None:
-    options = ScanOptions(out_dir=tmp_path)
+    options = ScanOptions(out_dir=tmp_path, bench=False)
     options.targets["torch"] = f"{T}:boom"
     options.targets["nvml"] = f"{T}:garbage"
     profile = run_scan(options)
@@ -68,7 +69,7 @@ def test_broken_in_process_probe_is_recorded(
         raise ValueError("bad meminfo")
 
     monkeypatch.setattr(system, "probe_memory", broken)
-    profile = run_scan(ScanOptions(out_dir=tmp_path))
+    profile = run_scan(ScanOptions(out_dir=tmp_path, bench=False))
     run = {r.name: r for r in profile.diagnostics.probes}["memory"]
     assert run.status == ProbeStatus.FAILED and "bad meminfo" in (run.message or "")
     assert profile.memory.total_bytes.value is None
@@ -77,7 +78,7 @@ def test_broken_in_process_probe_is_recorded(
 
 def test_gpus_with_cpu_only_torch_end_to_end(tmp_path: Path) -> None:
     """NVML sees two GPUs, torch is a CPU-only build: the profile says so, with the fix."""
-    options = ScanOptions(out_dir=tmp_path)
+    options = ScanOptions(out_dir=tmp_path, bench=False)
     options.targets["nvml"] = f"{T}:nvml_two_h100"
     options.targets["torch"] = f"{T}:torch_cpu_only"
     profile = run_scan(options)
@@ -91,7 +92,7 @@ def test_gpus_with_cpu_only_torch_end_to_end(tmp_path: Path) -> None:
 
 
 def test_lost_gpu_marks_the_probe_partial(tmp_path: Path) -> None:
-    options = ScanOptions(out_dir=tmp_path)
+    options = ScanOptions(out_dir=tmp_path, bench=False)
     options.targets["nvml"] = f"{T}:nvml_one_lost"
     profile = run_scan(options)
     run = {r.name: r for r in profile.diagnostics.probes}["nvml"]
@@ -106,7 +107,7 @@ def test_hanging_py_cpuinfo_falls_back(tmp_path: Path, monkeypatch: pytest.Monke
     from hwadvisor.probes import cpu
 
     monkeypatch.setattr(cpu, "needs_cpuinfo", lambda *_a, **_k: True)
-    options = ScanOptions(out_dir=tmp_path)
+    options = ScanOptions(out_dir=tmp_path, bench=False)
     options.targets["cpuinfo"] = f"{T}:sleep_forever"
     options.timeouts_s["cpuinfo"] = 1.0
     profile = run_scan(options)
@@ -114,3 +115,25 @@ def test_hanging_py_cpuinfo_falls_back(tmp_path: Path, monkeypatch: pytest.Monke
     assert runs["cpuinfo"].status == ProbeStatus.TIMEOUT
     assert runs["cpu"].status == ProbeStatus.OK
     assert profile.cpu.logical_cores.value is not None  # procfs/psutil still answered
+
+
+def test_real_scan_with_a_short_benchmark_budget(tmp_path: Path) -> None:
+    events: list[ProbeEvent] = []
+    profile = run_scan(ScanOptions(out_dir=tmp_path, budget_s=1.0), events.append)
+    bench = profile.benchmarks
+    assert bench is not None
+    if not profile.frameworks.torch.installed:
+        assert bench.status == "skipped"
+        return
+    cases = {(m.case, m.precision) for m in bench.measurements}
+    assert {("matmul", "fp32"), ("conv2d", "fp32"), ("triad", None)} <= cases
+    fp32 = next(m for m in bench.measurements if (m.case, m.precision) == ("matmul", "fp32"))
+    assert fp32.status == "ok" and fp32.best and fp32.best > 0
+    assert fp32.peak_basis  # the CPU peak formula was applied
+    assert fp32.efficiency is not None or fp32.efficiency_note
+    # Each case showed in the progress display, started then finished.
+    case_events = [e for e in events if "." in e.name]
+    assert {e.name for e in case_events if e.status is None} == {
+        e.name for e in case_events if e.status is not None
+    }
+    json.loads(to_json(profile))

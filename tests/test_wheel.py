@@ -97,7 +97,7 @@ def test_scan_from_fresh_environment(wheel: Path, tmp_path: Path) -> None:
     assert where.stdout.strip().startswith(str(site))
 
     done = subprocess.run(
-        [str(env_dir / "bin" / "hwadvisor"), "scan", "--json", "-"],
+        [str(env_dir / "bin" / "hwadvisor"), "scan", "--json", "-", "--budget", "1"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

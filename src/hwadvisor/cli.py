@@ -142,9 +142,26 @@ def scan(
             help="Time limit for each isolated probe (default: 10-60 s by probe).",
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    no_bench: Annotated[
+        bool, typer.Option("--no-bench", help="Detect only; skip the microbenchmarks.")
+    ] = False,
+    budget: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--budget",
+            min=0.5,
+            max=3600.0,
+            metavar="SECONDS",
+            help="Measurement time to share among the benchmark cases "
+            "(default: 5 s for the CPU + 15 s per GPU).",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress display and no summary.")
+    ] = False,
 ) -> None:
-    """Detect CPU, memory, GPUs, drivers and the PyTorch stack; write a JSON profile."""
+    """Detect CPU, memory, GPUs, drivers and the PyTorch stack, measure what the machine does,
+    and write a JSON profile."""
     from rich.console import Console
 
     from hwadvisor.pipeline import ScanOptions, is_degraded, run_scan
@@ -152,7 +169,7 @@ def scan(
 
     to_stdout = json_out == "-"
     err = _stderr()
-    options = ScanOptions(out_dir=out)
+    options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
 

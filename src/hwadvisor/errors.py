@@ -17,6 +17,12 @@ class OutputError(HwAdvisorError):
     exit_status = ExitStatus.IO_ERROR
 
 
+class InputError(HwAdvisorError):
+    """An input file (a saved profile, an import) is unreadable or invalid."""
+
+    exit_status = ExitStatus.INPUT_ERROR
+
+
 class UsageError(HwAdvisorError):
     """The command line asks for something that cannot be done."""
 

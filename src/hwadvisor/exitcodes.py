@@ -16,5 +16,7 @@ class ExitStatus(IntEnum):
     """The scan completed and its output was written, but a probe failed or timed out."""
     IO_ERROR = 4
     """Output could not be written: folder not writable, disk full, file already exists."""
+    INPUT_ERROR = 5
+    """An input file (a saved profile) is missing, unreadable, invalid or from a newer version."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (SIGINT); no partial file is left behind."""

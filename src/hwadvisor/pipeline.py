@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from hwadvisor import __version__
 from hwadvisor.isolation import ChildResult, kill_all_children, run_isolated
+from hwadvisor.model.bench import Benchmarks, BenchStatus
 from hwadvisor.model.profile import (
     CpuInfo,
     Diagnostics,
@@ -61,6 +62,7 @@ PROBES: tuple[ProbeSpec, ...] = (
     ProbeSpec("nvml", "NVIDIA GPUs (NVML)"),
     ProbeSpec("amdsmi", "AMD GPUs (amdsmi)"),
     ProbeSpec("torch", "PyTorch and CUDA readiness"),
+    ProbeSpec("benchmarks", "Microbenchmarks"),
 )
 
 
@@ -81,6 +83,12 @@ ProgressCallback = Callable[[ProbeEvent], None]
 @dataclass
 class ScanOptions:
     out_dir: Path = Path("reports")
+    bench: bool = True
+    """Run the microbenchmarks after detection."""
+    budget_s: float | None = None
+    """Total measurement budget in seconds; None: the default per CPU and per GPU."""
+    bench_target: str | None = None
+    """The benchmark child's entry point, replaceable by tests."""
     roots: Roots = field(default_factory=Roots)
     env: Mapping[str, str] | None = None
     #: Per isolated probe. Importing torch from a cold disk can take tens of seconds.
@@ -250,11 +258,43 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
         _merge_amd(profile, runner, results["amdsmi"])
     _merge_torch(profile, runner, results["torch"])
     profile.findings = assess(profile)
+    if options.bench:
+        _benchmark(profile, options, runner)
     profile.diagnostics = Diagnostics(
         probes=[runner.runs[spec.name] for spec in PROBES if spec.name in runner.runs],
         duration_seconds=round(time.monotonic() - started, 3),
     )
     return profile
+
+
+def _benchmark(profile: Profile, options: ScanOptions, runner: _Runner) -> None:
+    """Measure, after detection, so that the probes do not disturb the figures."""
+    from hwadvisor import benchrun
+
+    start = runner.started("benchmarks")
+    if not profile.frameworks.torch.installed or profile.frameworks.torch.import_error:
+        why = profile.frameworks.torch.import_error or "torch is not installed"
+        profile.benchmarks = Benchmarks(
+            status=BenchStatus.SKIPPED,
+            message=f"{why}: nothing to measure with (install PyTorch, then scan again)",
+        )
+        runner.finished("benchmarks", start, ProbeStatus.SKIPPED, why)
+        return
+
+    def on_case(event: benchrun.CaseEvent) -> None:
+        status = None if event.status is None else ProbeStatus(event.status.value)
+        runner.progress(ProbeEvent(event.id, event.title, status, event.seconds))
+
+    plan = benchrun.plan_cases(profile, options.budget_s)
+    bench = benchrun.run_plan(plan, on_case, target=options.bench_target or benchrun.TARGET)
+    benchrun.attach_peaks(bench, profile)
+    profile.benchmarks = bench
+    bad = [m for m in bench.measurements if m.status in (BenchStatus.FAILED, BenchStatus.TIMEOUT)]
+    if bad:
+        names = ", ".join(f"{m.device} {m.case} {m.precision or ''}".strip() for m in bad)
+        runner.finished("benchmarks", start, ProbeStatus.PARTIAL, f"did not complete: {names}")
+    else:
+        runner.finished("benchmarks", start, ProbeStatus.OK, None)
 
 
 def _merge_nvml(profile: Profile, runner: _Runner, result: ChildResult) -> None:
@@ -308,6 +348,14 @@ def _add_accelerators(profile: Profile, gpus: list[Any]) -> None:
 
 
 def is_degraded(profile: Profile) -> bool:
-    """A probe failed or timed out: the scan finished, but the profile is less than it could be."""
-    bad = {ProbeStatus.FAILED, ProbeStatus.TIMEOUT}
-    return any(run.status in bad for run in profile.diagnostics.probes)
+    """A probe or a benchmark case failed or timed out: the scan finished, but the profile is
+    less than it could be."""
+    bad_probe = any(
+        run.status in (ProbeStatus.FAILED, ProbeStatus.TIMEOUT)
+        for run in profile.diagnostics.probes
+    )
+    bench = profile.benchmarks
+    bad_case = bench is not None and any(
+        m.status in (BenchStatus.FAILED, BenchStatus.TIMEOUT) for m in bench.measurements
+    )
+    return bad_probe or bad_case

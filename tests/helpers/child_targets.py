@@ -76,3 +76,26 @@ def count_then_hang(n: int, hang_after: bool) -> Any:
     if hang_after:
         time.sleep(300)
     return None
+
+
+def fake_bench(plan: dict[str, Any]) -> Any:
+    """A benchmark child that follows the event protocol; cases can hang or crash on request."""
+    for case in plan["cases"]:
+        params = case["params"]
+        yield {"event": "start", "id": case["id"]}
+        if params.get("hang"):
+            time.sleep(300)
+        if params.get("crash"):
+            os._exit(3)
+        data = {
+            "case": case["case"],
+            "device": case["device"],
+            "precision": case["precision"],
+            "unit": "GFLOP/s",
+            "best": params.get("value", 1.0),
+            "median": params.get("value", 1.0),
+            "blocks": 4,
+            "reps_per_block": 1,
+        }
+        yield {"event": "result", "id": case["id"], "kind": "measurement", "data": data}
+        yield {"event": "end", "id": case["id"]}

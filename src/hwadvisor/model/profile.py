@@ -11,10 +11,12 @@ from typing import Any
 
 from pydantic import Field
 
+from hwadvisor.model.bench import Benchmarks
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 
 #: Bumped when the JSON changes shape. Loaders accept every version up to this one.
-SCHEMA_VERSION = 1
+#: 1: detection. 2: adds ``benchmarks``.
+SCHEMA_VERSION = 2
 
 
 def _not_probed() -> Fact[Any]:
@@ -317,6 +319,9 @@ class Profile(StrictModel):
     gpu_topology: list[GpuLink] = Field(default_factory=list)
     frameworks: Frameworks = Field(default_factory=Frameworks)
     findings: list[Finding] = Field(default_factory=list)
+    benchmarks: Benchmarks | None = None
+    """What the machine measurably does; null when the scan ran with ``--no-bench`` (or the
+    profile predates schema 2)."""
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
 
 

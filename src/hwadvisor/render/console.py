@@ -14,6 +14,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
 
@@ -256,6 +257,84 @@ def _findings(findings: list[Finding]) -> RenderableType:
     return table
 
 
+def format_rate(value: float | None, unit: str) -> str:
+    """A figure with its unit, scaled for reading (12345 GFLOP/s → "12.3 TFLOP/s")."""
+    if value is None:
+        return "—"
+    if unit == "GFLOP/s" and value >= 1000:
+        return f"{value / 1000:,.1f} TFLOP/s"
+    if unit == "GB/s" and value >= 1000:
+        return f"{value / 1000:,.2f} TB/s"
+    if value >= 100:
+        return f"{value:,.0f} {unit}"
+    return f"{value:,.3g} {unit}"
+
+
+def _bench_row(m: Measurement) -> list[RenderableType]:
+    what = " ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x)
+    if m.status != BenchStatus.OK:
+        style = "dim" if m.status == BenchStatus.SKIPPED else "red"
+        return [
+            Text(m.device),
+            Text(what),
+            Text(m.status.value, style=style),
+            Text(""),
+            Text(""),
+            Text(m.message or "", style="dim"),
+        ]
+    spread = f" ±{m.spread * 100:.0f}%" if m.spread is not None else ""
+    median = Text(f"{format_rate(m.median, m.unit)}{spread}")
+    if m.confidence == Confidence.LOW:
+        median.append(" low confidence", style="yellow")
+    if m.efficiency is not None:
+        eff = Text(f"{m.efficiency:.0%} of {format_rate(m.peak, m.unit)}")
+    else:
+        eff = Text("—", style="dim")
+    note = m.message or (m.efficiency_note if m.efficiency is None else None) or ""
+    return [
+        Text(m.device),
+        Text(what),
+        Text(format_rate(m.best, m.unit), style="bold"),
+        median,
+        eff,
+        Text(note, style="dim"),
+    ]
+
+
+def _bench(p: Profile) -> RenderableType | None:
+    b = p.benchmarks
+    if b is None:
+        return None
+    if b.status != BenchStatus.OK:
+        return _kv_table("Benchmarks", [(b.status.value, Text(b.message or "", style="dim"))])
+    table = Table(
+        title=f"Benchmarks ({b.duration_seconds:.1f} s, {b.threads} CPU threads)",
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("device", "case", "best", "median ± spread", "of peak", "note"):
+        table.add_column(column, overflow="fold")
+    for m in b.measurements:
+        table.add_row(*_bench_row(m))
+    notes = []
+    for c in b.crossover:
+        if c.cpu_faster_below_n is not None:
+            line = f"{c.device}: below n ≈ {c.cpu_faster_below_n} the CPU is faster at matmul"
+            if c.cpu_faster_below_n_with_transfer is not None:
+                line += f" ({c.cpu_faster_below_n_with_transfer} counting the transfers)"
+            notes.append(line)
+    for t in b.training_speedup:
+        notes.append(
+            f"small-CNN training step: {t.device} is {t.speedup:.1f}× the CPU "
+            f"({t.gpu_samples_per_s:,.0f} vs {t.cpu_samples_per_s:,.1f} samples/s)"
+        )
+    if notes:
+        table.caption = Text("\n".join(notes))
+        table.caption_justify = "left"
+    return table
+
+
 def _diagnostics(p: Profile) -> RenderableType | None:
     bad = [r for r in p.diagnostics.probes if r.status in (ProbeStatus.FAILED, ProbeStatus.TIMEOUT)]
     if not bad:
@@ -279,6 +358,9 @@ def render_summary(profile: Profile, console: Console) -> None:
     console.print(_cpu_table(profile))
     console.print(_gpu_table(profile))
     console.print(_stack_table(profile))
+    bench = _bench(profile)
+    if bench is not None:
+        console.print(bench)
     console.print(_findings(profile.findings))
     diag = _diagnostics(profile)
     if diag is not None:

@@ -1,0 +1,518 @@
+"""The benchmark phase: plan the cases from the profile, run them in a child, attach the peaks.
+
+Cases run one after another in one child process (torch is imported once). Results stream back
+as each case finishes; a case that hangs or runs far past its share is stopped with the child,
+recorded as ``timeout``, and a new child runs the cases left. The whole phase never prints.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from hwadvisor.catalog.peaks import (
+    GpuPeak,
+    cpu_peak_from_profile,
+    efficiency,
+    find_gpu_peak,
+    peak_for,
+)
+from hwadvisor.isolation import run_isolated
+from hwadvisor.model.bench import (
+    AllReduce,
+    Benchmarks,
+    BenchStatus,
+    Crossover,
+    CrossoverPoint,
+    Measurement,
+    PeerCopy,
+    TelemetrySample,
+    TrainingSpeedup,
+)
+from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.probes.bench.gpu import crossover_n
+from hwadvisor.probes.bench.plan import BenchPlan, CaseSpec
+from hwadvisor.probes.bench.timing import split_budget
+
+#: Default measurement budget: the CPU cases, and each GPU's cases (seconds of shares).
+CPU_BUDGET_S = 5.0
+GPU_BUDGET_S = 15.0
+
+#: Time to start a child and import torch before the first case (cold disks are slow).
+STARTUP_LIMIT_S = 90.0
+#: A GPU's first case also pays CUDA context creation, library loading and PTX JIT.
+FIRST_CUDA_CASE_GRACE_S = 120.0
+
+TARGET = "hwadvisor.probes.bench.plan:run_plan"
+
+# (registry kind, case name, precision, variant, weight, params)
+_CPU_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
+    ("cpu_matmul", "matmul", "fp32", None, 2.0, {}),
+    ("cpu_conv2d", "conv2d", "fp32", None, 1.6, {}),
+    ("cpu_triad", "triad", None, None, 0.8, {}),
+    ("cpu_train_step", "train_step", "fp32", None, 1.6, {}),
+]
+_GPU_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
+    ("gpu_matmul", "matmul", "fp32", None, 1.2, {}),
+    ("gpu_matmul", "matmul", "tf32", None, 1.0, {}),
+    ("gpu_matmul", "matmul", "fp16", None, 1.0, {}),
+    ("gpu_matmul", "matmul", "bf16", None, 1.5, {}),
+    ("gpu_matmul", "matmul", "fp8", None, 1.0, {}),
+    ("gpu_conv2d", "conv2d", "fp32", None, 1.0, {}),
+    ("gpu_conv2d", "conv2d", "amp", None, 1.0, {}),
+    ("gpu_device_copy", "device_copy", None, None, 0.8, {}),
+    ("gpu_transfer", "h2d", None, "pinned", 0.5, {"direction": "h2d"}),
+    ("gpu_transfer", "h2d", None, "pageable", 0.5, {"direction": "h2d"}),
+    ("gpu_transfer", "d2h", None, "pinned", 0.5, {"direction": "d2h"}),
+    ("gpu_transfer", "d2h", None, "pageable", 0.5, {"direction": "d2h"}),
+    ("gpu_launch_latency", "launch_latency", None, None, 0.3, {}),
+    ("gpu_train_step", "train_step", "amp", None, 1.5, {}),
+    ("gpu_sweep", "crossover", "fp32", None, 2.0, {"sizes": [64, 128, 256, 512, 1024, 2048, 4096]}),
+]
+_CPU_SWEEP_SIZES = [64, 128, 256, 512, 1024, 2048]
+
+_PRECISION_TITLE = {
+    "fp32": "FP32",
+    "tf32": "TF32",
+    "fp16": "FP16",
+    "bf16": "BF16",
+    "fp8": "FP8",
+    "amp": "AMP",
+}
+
+
+@dataclass(frozen=True)
+class CaseEvent:
+    """Progress: a case started (``status`` None) or finished."""
+
+    id: str
+    title: str
+    status: BenchStatus | None = None
+    seconds: float = 0.0
+
+
+def _title(device: str, case: str, precision: str | None, variant: str | None) -> str:
+    where = "CPU" if device == "cpu" else f"GPU {device.split(':')[-1]}"
+    parts = [where, case.replace("_", " ")]
+    if precision:
+        parts.append(_PRECISION_TITLE.get(precision, precision))
+    if variant:
+        parts.append(variant)
+    return " ".join(parts)
+
+
+def _native(isa: list[str]) -> dict[str, bool]:
+    return {
+        "bf16": bool({"avx512_bf16", "amx_bf16", "bf16"} & set(isa)),
+        "fp16": bool({"avx512_fp16", "amx_fp16", "asimdhp"} & set(isa)),
+    }
+
+
+def gpu_devices(profile: Profile) -> list[str]:
+    """The GPUs torch can drive (CUDA or ROCm), as ``cuda:N``."""
+    torch = profile.frameworks.torch
+    if not torch.cuda_available.value:
+        return []
+    return [f"cuda:{i}" for i in range(torch.device_count.value or 0)]
+
+
+def plan_cases(profile: Profile, budget_s: float | None = None) -> BenchPlan:
+    """The cases for this machine, each with its share of the budget.
+
+    ``budget_s`` is the total measurement budget; by default the CPU gets ``CPU_BUDGET_S`` and
+    each GPU ``GPU_BUDGET_S``. An explicit budget is divided in the same proportions.
+    """
+    cpu = profile.cpu
+    threads = cpu.usable_cpus.value or cpu.logical_cores.value or os.cpu_count() or 1
+    native = _native(cpu.isa_features.value or [])
+    gpus = gpu_devices(profile)
+
+    cpu_cases = list(_CPU_CASES)
+    for precision in ("bf16", "fp16"):
+        # Emulated low precision is ~100x slower: a tiny size, a small share, but measured,
+        # because that slowness is worth knowing.
+        weight = 0.5 if native[precision] else 0.2
+        cpu_cases.insert(
+            1, ("cpu_matmul", "matmul", precision, None, weight, {"native": native[precision]})
+        )
+    if gpus:
+        cpu_cases.append(("cpu_sweep", "crossover", "fp32", None, 1.0, {"sizes": _CPU_SWEEP_SIZES}))
+
+    default_total = CPU_BUDGET_S + GPU_BUDGET_S * len(gpus)
+    scale = (budget_s / default_total) if budget_s else 1.0
+    cases: list[CaseSpec] = []
+
+    def add(
+        device: str,
+        spec: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]],
+        budget: float,
+    ) -> None:
+        keys = [
+            f"{device}.{case}.{precision or '-'}.{variant or '-'}"
+            for _, case, precision, variant, _, _ in spec
+        ]
+        shares = split_budget(budget, dict(zip(keys, (w for *_, w, _ in spec), strict=True)))
+        for key, (kind, case, precision, variant, _, params) in zip(keys, spec, strict=True):
+            cases.append(
+                CaseSpec(
+                    id=key.replace(".-", ""),
+                    title=_title(device, case, precision, variant),
+                    kind=kind,
+                    case=case,
+                    device=device,
+                    precision=precision,
+                    variant=variant,
+                    seconds=round(shares[key], 3),
+                    params=dict(params),
+                )
+            )
+
+    add("cpu", cpu_cases, CPU_BUDGET_S * scale)
+    for device in gpus:
+        add(device, list(_GPU_CASES), GPU_BUDGET_S * scale)
+    if len(gpus) >= 2:
+        cases.append(
+            CaseSpec(
+                id="gpus.p2p",
+                title="GPU peer-to-peer copies",
+                kind="gpu_p2p",
+                case="p2p",
+                device="cuda:0",
+                seconds=2.0 * scale,
+            )
+        )
+        cases.append(
+            CaseSpec(
+                id="gpus.all_reduce",
+                title="NCCL all-reduce",
+                kind="all_reduce",
+                case="all_reduce",
+                device="cuda:0",
+                seconds=10.0 * scale,
+                params={"backend": "nccl", "world_size": len(gpus)},
+            )
+        )
+    return BenchPlan(threads=threads, cases=cases)
+
+
+def child_env(threads: int) -> dict[str, str]:
+    """The benchmark child's environment: thread pools sized to the usable CPUs, and glibc's
+    allocator told to keep large blocks (page faults on fresh conv outputs cost ±30 %)."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 * 1024 * 1024))
+    env.setdefault("MALLOC_TRIM_THRESHOLD_", str(1024 * 1024 * 1024))
+    return env
+
+
+@dataclass
+class _Collected:
+    measurements: list[Measurement] = field(default_factory=list)
+    telemetry: list[TelemetrySample] = field(default_factory=list)
+    crossovers: list[Crossover] = field(default_factory=list)
+    peer_copies: list[PeerCopy] = field(default_factory=list)
+    all_reduce: AllReduce | None = None
+    ended: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, data: Any) -> None:
+        try:
+            if kind == "measurement":
+                self.measurements.append(Measurement.model_validate(data))
+            elif kind == "telemetry":
+                self.telemetry.append(TelemetrySample.model_validate(data))
+            elif kind == "crossover":
+                self.crossovers.append(Crossover.model_validate(data))
+            elif kind == "peer_copy":
+                self.peer_copies.append(PeerCopy.model_validate(data))
+            elif kind == "all_reduce":
+                self.all_reduce = AllReduce.model_validate(data)
+        except ValidationError as exc:
+            self.errors.append(f"malformed {kind} result: {exc.error_count()} problem(s)")
+
+
+def _limit(case: CaseSpec, first_on_device: bool) -> float:
+    limit = max(4.0 * case.seconds, case.seconds + 10.0)
+    if case.device.startswith("cuda") and first_on_device:
+        limit += FIRST_CUDA_CASE_GRACE_S
+    return limit
+
+
+def _stopped(case: CaseSpec, status: BenchStatus, message: str) -> Measurement:
+    return Measurement(
+        case=case.case,
+        device=case.device,
+        precision=case.precision,
+        variant=case.variant,
+        status=status,
+        message=message,
+    )
+
+
+#: Which status a case shows when its results disagree (a failed pair among ok ones: failed).
+_SEVERITY = {
+    BenchStatus.OK: 0,
+    BenchStatus.SKIPPED: 1,
+    BenchStatus.FAILED: 2,
+    BenchStatus.TIMEOUT: 3,
+}
+_STATUS_VALUES = {status.value for status in BenchStatus}
+
+
+class _Follower:
+    """Follows one child's event stream: progress, results, and the limit of the case running."""
+
+    def __init__(
+        self,
+        by_id: dict[str, CaseSpec],
+        got: _Collected,
+        report: Callable[[CaseEvent], None],
+        idle_limit_s: float,
+    ) -> None:
+        self.by_id, self.got, self.report = by_id, got, report
+        self.idle_limit_s = idle_limit_s
+        self.current: CaseSpec | None = None
+        self.since = 0.0
+        self.worst: dict[str, BenchStatus] = {}
+        self.seen_devices: set[str] = set()  # CUDA is initialised once per child
+
+    def __call__(self, item: Any) -> float | None:
+        if not isinstance(item, dict):
+            return None
+        case = self.by_id.get(str(item.get("id")))
+        event = item.get("event")
+        if case is None:
+            return None
+        if event == "start":
+            self.current, self.since = case, time.monotonic()
+            self.report(CaseEvent(case.id, case.title))
+            first = case.device not in self.seen_devices
+            self.seen_devices.add(case.device)
+            return _limit(case, first)
+        if event == "result":
+            data = item.get("data")
+            self.got.add(str(item.get("kind")), data)
+            if isinstance(data, dict) and data.get("status") in _STATUS_VALUES:
+                status = BenchStatus(data["status"])
+                if _SEVERITY[status] > _SEVERITY[self.worst.get(case.id, BenchStatus.OK)]:
+                    self.worst[case.id] = status
+            return None
+        if event == "end":
+            self.got.ended.add(case.id)
+            mine = [
+                m
+                for m in self.got.measurements
+                if (m.case, m.device, m.precision, m.variant)
+                == (case.case, case.device, case.precision, case.variant)
+            ]
+            status = mine[-1].status if mine else BenchStatus.OK
+            self.report(CaseEvent(case.id, case.title, status, time.monotonic() - self.since))
+            self.current = None
+            return self.idle_limit_s  # until the next case starts
+        return None
+
+
+def run_plan(
+    plan: BenchPlan,
+    progress: Callable[[CaseEvent], None] | None = None,
+    *,
+    target: str = TARGET,
+    startup_limit_s: float = STARTUP_LIMIT_S,
+) -> Benchmarks:
+    """Run ``plan`` in child processes and collect the results; a hung case costs only itself."""
+    report = progress or (lambda _event: None)
+    started = time.monotonic()
+    by_id = {case.id: case for case in plan.cases}
+    got = _Collected()
+    remaining = list(plan.cases)
+    env = child_env(plan.threads)
+    while remaining:
+        follower = _Follower(by_id, got, report, idle_limit_s=startup_limit_s / 3)
+        sub = BenchPlan(threads=plan.threads, seed=plan.seed, cases=remaining)
+        result = run_isolated(
+            target,
+            {"plan": sub.model_dump(mode="json")},
+            timeout_s=startup_limit_s,
+            env=env,
+            on_item=follower,
+        )
+        left = [case for case in remaining if case.id not in got.ended]
+        hung = follower.current
+        if result.status == "timeout" and hung is not None:
+            message = (
+                f"stopped after {time.monotonic() - follower.since:.0f} s (share "
+                f"{hung.seconds:g} s): the case hung or ran far too long"
+            )
+            got.measurements.append(_stopped(hung, BenchStatus.TIMEOUT, message))
+            report(CaseEvent(hung.id, hung.title, BenchStatus.TIMEOUT))
+            got.ended.add(hung.id)
+            remaining = [case for case in left if case.id != hung.id]
+            continue  # a fresh child for the cases left
+        if result.status != "ok":
+            status = BenchStatus.TIMEOUT if result.status == "timeout" else BenchStatus.FAILED
+            for case in left:
+                message = f"benchmark child {status.value}: {result.error}"
+                got.measurements.append(_stopped(case, status, message))
+                report(CaseEvent(case.id, case.title, status))
+        break
+    bench = Benchmarks(
+        budget_seconds=round(sum(case.seconds for case in plan.cases), 3),
+        duration_seconds=round(time.monotonic() - started, 3),
+        threads=plan.threads,
+        measurements=got.measurements,
+        telemetry=got.telemetry,
+        peer_copies=got.peer_copies,
+        all_reduce=got.all_reduce,
+        crossover=_merge_crossovers(got.crossovers),
+        training_speedup=_speedups(got.measurements),
+    )
+    if got.errors:
+        bench.message = "; ".join(got.errors)
+    return bench
+
+
+def _merge_crossovers(found: list[Crossover]) -> list[Crossover]:
+    """Join the CPU sweep with each GPU's sweep by n, and find where the GPU starts to win."""
+    cpu_points = {p.n: p.cpu_gflops for c in found if c.device == "cpu" for p in c.points}
+    merged = []
+    for gpu in (c for c in found if c.device != "cpu"):
+        points = [
+            CrossoverPoint(
+                n=p.n,
+                cpu_gflops=cpu_points.get(p.n),
+                gpu_gflops=p.gpu_gflops,
+                gpu_with_transfer_gflops=p.gpu_with_transfer_gflops,
+            )
+            for p in sorted(gpu.points, key=lambda p: p.n)
+        ]
+        merged.append(
+            Crossover(
+                device=gpu.device,
+                points=points,
+                cpu_faster_below_n=crossover_n(points, "gpu_gflops"),
+                cpu_faster_below_n_with_transfer=crossover_n(points, "gpu_with_transfer_gflops"),
+                note=gpu.note,
+            )
+        )
+    return merged
+
+
+def _speedups(measurements: list[Measurement]) -> list[TrainingSpeedup]:
+    steps = [m for m in measurements if m.case == "train_step" and m.best and m.status == "ok"]
+    cpu = next((m for m in steps if m.device == "cpu"), None)
+    if cpu is None or not cpu.best:
+        return []
+    return [
+        TrainingSpeedup(
+            device=m.device,
+            cpu_samples_per_s=cpu.best,
+            gpu_samples_per_s=m.best,
+            speedup=round(m.best / cpu.best, 2),
+        )
+        for m in steps
+        if m.device != "cpu" and m.best
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# Peaks and efficiency
+
+
+_PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+def attach_peaks(bench: Benchmarks, profile: Profile) -> None:
+    """Fill ``peak``, ``efficiency`` and their notes on every measurement that has a peak."""
+    cpu_peak, cpu_basis = cpu_peak_from_profile(profile.cpu)
+    nominal_clock = profile.cpu.max_frequency_mhz.value is None
+    catalog: dict[str, GpuPeak | None] = {}
+    for m in bench.measurements:
+        if m.status != BenchStatus.OK or m.best is None:
+            continue
+        if m.device == "cpu":
+            if m.case in ("matmul", "conv2d", "train_step") and m.precision == "fp32":
+                _set_peak(m, cpu_peak, cpu_basis, nominal=nominal_clock)
+            elif m.case == "triad":
+                m.efficiency_note = "no peak: the memory configuration (channels, speed) is unknown"
+            else:
+                m.efficiency_note = "no peak figure for this precision on CPUs"
+            continue
+        name, memory, gpu = device_identity(profile, m.device)
+        if name is None:
+            m.efficiency_note = "no peak: GPU model unknown"
+            continue
+        if m.device not in catalog:
+            catalog[m.device] = find_gpu_peak(name, memory)
+        _gpu_peak(m, catalog[m.device], name, gpu)
+
+
+def _bus(bus_id: str | None) -> str | None:
+    return bus_id.lower()[-12:] if bus_id else None
+
+
+def device_identity(profile: Profile, device: str) -> tuple[str | None, int | None, GpuInfo | None]:
+    """Name, memory and vendor record of torch's ``cuda:N``, matched by PCI bus id (torch's
+    numbering follows CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, NVML's does not)."""
+    index = int(device.split(":")[-1]) if ":" in device else 0
+    torch_devices = profile.frameworks.torch.devices
+    tdev = next((d for d in torch_devices if d.index == index), None)
+    gpu = None
+    if tdev is not None and tdev.pci_bus_id.value:
+        gpu = next(
+            (g for g in profile.gpus if _bus(g.pci_bus_id.value) == _bus(tdev.pci_bus_id.value)),
+            None,
+        )
+    if gpu is None and tdev is None:
+        candidates = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
+        gpu = candidates[index] if index < len(candidates) else None
+    name = (gpu.name.value if gpu else None) or (tdev.name.value if tdev else None)
+    memory = (gpu.vram_total_bytes.value if gpu else None) or (
+        tdev.total_memory_bytes.value if tdev else None
+    )
+    return name, memory, gpu
+
+
+def _set_peak(m: Measurement, peak: float | None, basis: str, *, nominal: bool) -> None:
+    m.peak = round(peak, 1) if peak else None
+    m.peak_basis = basis
+    if m.case == "train_step":
+        # samples/s has no peak of its own; the training FLOP rate is compared in the advice.
+        m.peak = None
+        m.efficiency_note = "compare samples/s across devices; see the training speedup"
+        return
+    m.efficiency, m.efficiency_note = efficiency(m.best or 0.0, m.peak, clock_is_nominal=nominal)
+
+
+def _gpu_peak(m: Measurement, peak: GpuPeak | None, name: str, gpu: GpuInfo | None) -> None:
+    if m.case in ("h2d", "d2h"):
+        gen = gpu.pcie_generation_max.value if gpu else None
+        width = gpu.pcie_width_max.value if gpu else None
+        if gen in _PCIE_GBS_PER_LANE and width:
+            m.peak = round(_PCIE_GBS_PER_LANE[gen] * width, 1)
+            m.peak_basis = f"PCIe gen {gen} x{width}, one direction"
+            m.efficiency, m.efficiency_note = efficiency(
+                m.best or 0.0, m.peak, clock_is_nominal=False
+            )
+        else:
+            m.efficiency_note = "no peak: PCIe link unknown"
+        return
+    if peak is None:
+        m.efficiency_note = f"no peak: {name!r} is not in the catalog"
+        return
+    if m.case == "device_copy":
+        value = peak.bandwidth_gbs
+    elif m.case in ("matmul", "conv2d") and m.precision:
+        precision = "fp16" if m.precision == "amp" else m.precision
+        tflops = peak_for(peak, precision)
+        value = tflops * 1000 if tflops else None
+    else:
+        return
+    m.peak = round(value, 1) if value else None
+    m.peak_basis = f"{peak.name} ({peak.origin}: {peak.source})"
+    m.efficiency, m.efficiency_note = efficiency(m.best or 0.0, m.peak, clock_is_nominal=False)

@@ -1,0 +1,61 @@
+"""Reading a saved profile back: any schema version up to this tool's, with clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hwadvisor.errors import InputError
+from hwadvisor.model.profile import SCHEMA_VERSION, Profile
+
+
+def _migrate(data: dict[str, Any], version: int) -> dict[str, Any]:
+    """Bring an older profile to the current shape (each step is one schema bump)."""
+    if version < 2:
+        data = {**data, "benchmarks": None}
+    return {**data, "schema_version": SCHEMA_VERSION}
+
+
+def parse_profile(text: str, origin: str = "profile") -> Profile:
+    """Validate the JSON text of a profile; raise :class:`InputError` with a one-line reason."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{origin}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise InputError(f"{origin}: not an hwadvisor profile (no schema_version)")
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(f"{origin}: schema_version {version!r} is not a positive integer")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"{origin}: written by a newer hwadvisor (schema {version}; this one reads up to "
+            f"{SCHEMA_VERSION}): upgrade hwadvisor"
+        )
+    try:
+        return Profile.model_validate(_migrate(data, version))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise InputError(
+            f"{origin}: invalid profile at {where}: {first['msg']} "
+            f"({exc.error_count()} problem(s) in all)"
+        ) from exc
+
+
+def load_profile(path: Path) -> Profile:
+    """Read and validate a profile file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (binary file?)") from exc
+    return parse_profile(text, str(path))

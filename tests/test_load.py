@@ -1,0 +1,55 @@
+"""Loading saved profiles: older schema versions load, bad input is one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.errors import InputError
+from hwadvisor.exitcodes import ExitStatus
+from hwadvisor.model.load import load_profile, parse_profile
+from hwadvisor.model.profile import SCHEMA_VERSION
+
+V1 = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+
+
+def test_schema_1_profile_loads_without_benchmarks() -> None:
+    profile = load_profile(V1)
+    assert profile.schema_version == SCHEMA_VERSION
+    assert profile.benchmarks is None
+    assert profile.cpu.logical_cores.value == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "not JSON"),
+        ("{", "not JSON (line 1"),
+        ("[]", "no schema_version"),
+        ('{"schema_version": "2"}', "not a positive integer"),
+        ('{"schema_version": 99}', "newer hwadvisor (schema 99"),
+        ('{"schema_version": 1, "tool": 5}', "invalid profile at tool"),
+    ],
+)
+def test_bad_profiles_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message.replace("(", r"\(")) as info:
+        parse_profile(text, "x.json")
+    assert "\n" not in str(info.value)
+    assert info.value.exit_status == ExitStatus.INPUT_ERROR
+
+
+def test_binary_and_missing_files(tmp_path: Path) -> None:
+    binary = tmp_path / "b.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(InputError, match="not UTF-8"):
+        load_profile(binary)
+    with pytest.raises(InputError, match="cannot read"):
+        load_profile(tmp_path / "missing.json")
+
+
+def test_round_trip_of_current_profile() -> None:
+    profile = load_profile(V1)
+    again = parse_profile(profile.model_dump_json())
+    assert json.loads(again.model_dump_json()) == json.loads(profile.model_dump_json())
