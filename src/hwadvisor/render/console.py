@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -270,35 +270,25 @@ def format_rate(value: float | None, unit: str) -> str:
     return f"{value:,.3g} {unit}"
 
 
-def _bench_row(m: Measurement) -> list[RenderableType]:
-    what = " ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x)
+def _bench_row(m: Measurement, notes: list[str]) -> list[RenderableType]:
+    """One measurement; its message or efficiency note becomes a numbered note under the table."""
+    what = Text(" ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x))
+    note = m.message or (m.efficiency_note if m.efficiency is None else None)
+    if note:
+        notes.append(note)
+        what.append(f" [{len(notes)}]", style="dim")
     if m.status != BenchStatus.OK:
         style = "dim" if m.status == BenchStatus.SKIPPED else "red"
-        return [
-            Text(m.device),
-            Text(what),
-            Text(m.status.value, style=style),
-            Text(""),
-            Text(""),
-            Text(m.message or "", style="dim"),
-        ]
+        return [Text(m.device), what, Text(m.status.value, style=style), Text(""), Text("")]
     spread = f" ±{m.spread * 100:.0f}%" if m.spread is not None else ""
     median = Text(f"{format_rate(m.median, m.unit)}{spread}")
     if m.confidence == Confidence.LOW:
-        median.append(" low confidence", style="yellow")
+        median.append(" (low confidence)", style="yellow")
     if m.efficiency is not None:
         eff = Text(f"{m.efficiency:.0%} of {format_rate(m.peak, m.unit)}")
     else:
         eff = Text("—", style="dim")
-    note = m.message or (m.efficiency_note if m.efficiency is None else None) or ""
-    return [
-        Text(m.device),
-        Text(what),
-        Text(format_rate(m.best, m.unit), style="bold"),
-        median,
-        eff,
-        Text(note, style="dim"),
-    ]
+    return [Text(m.device), what, Text(format_rate(m.best, m.unit), style="bold"), median, eff]
 
 
 def _bench(p: Profile) -> RenderableType | None:
@@ -313,26 +303,28 @@ def _bench(p: Profile) -> RenderableType | None:
         title_style="bold",
         box=box.SIMPLE_HEAD,
     )
-    for column in ("device", "case", "best", "median ± spread", "of peak", "note"):
+    for column in ("device", "case", "best", "median ± spread", "of peak"):
         table.add_column(column, overflow="fold")
+    notes: list[str] = []
     for m in b.measurements:
-        table.add_row(*_bench_row(m))
-    notes = []
+        table.add_row(*_bench_row(m, notes))
+    lines = [Text(f"[{i}] {note}", style="dim") for i, note in enumerate(notes, 1)]
     for c in b.crossover:
         if c.cpu_faster_below_n is not None:
             line = f"{c.device}: below n ≈ {c.cpu_faster_below_n} the CPU is faster at matmul"
             if c.cpu_faster_below_n_with_transfer is not None:
                 line += f" ({c.cpu_faster_below_n_with_transfer} counting the transfers)"
-            notes.append(line)
+            lines.append(Text(line))
     for t in b.training_speedup:
-        notes.append(
-            f"small-CNN training step: {t.device} is {t.speedup:.1f}× the CPU "
-            f"({t.gpu_samples_per_s:,.0f} vs {t.cpu_samples_per_s:,.1f} samples/s)"
+        lines.append(
+            Text(
+                f"small-CNN training step: {t.device} is {t.speedup:.1f}× the CPU "
+                f"({t.gpu_samples_per_s:,.0f} vs {t.cpu_samples_per_s:,.1f} samples/s)"
+            )
         )
-    if notes:
-        table.caption = Text("\n".join(notes))
-        table.caption_justify = "left"
-    return table
+    if not lines:
+        return table
+    return Group(table, *lines, Text(""))
 
 
 def _diagnostics(p: Profile) -> RenderableType | None:
