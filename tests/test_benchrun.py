@@ -38,7 +38,10 @@ def test_cpu_only_plan_fits_the_default_budget() -> None:
         ("triad", None),
         ("train_step", "fp32"),
     } <= kinds
-    assert abs(sum(c.seconds for c in plan.cases) - 5.0) < 0.05
+    # About 5.5 s of shares: with start-up and torch's import the phase stays under 8 s.
+    assert 5.0 <= sum(c.seconds for c in plan.cases) <= 5.6
+    emulated = [c for c in plan.cases if c.params.get("native") is False]
+    assert emulated and all(c.seconds >= 0.25 for c in emulated)
     assert len({c.id for c in plan.cases}) == len(plan.cases)
     bf16 = next(c for c in plan.cases if c.precision == "bf16")
     assert bf16.params["native"] is False
@@ -62,7 +65,7 @@ def test_gpu_plan_adds_cases_per_gpu_sweep_and_multi_gpu() -> None:
 
 def test_explicit_budget_scales_every_share() -> None:
     default = plan_cases(_profile())
-    half = plan_cases(_profile(), budget_s=2.5)
+    half = plan_cases(_profile(), budget_s=sum(c.seconds for c in default.cases) / 2)
     for a, b in zip(default.cases, half.cases, strict=True):
         assert abs(b.seconds - a.seconds / 2) < 0.01
 

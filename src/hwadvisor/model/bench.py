@@ -133,6 +133,9 @@ class Benchmarks(StrictModel):
     duration_seconds: float = 0.0
     threads: int | None = None
     """CPU threads torch used (= usable CPUs)."""
+    other_cpu_load: float | None = None
+    """Share of the CPUs other processes used while measuring (above 0.10 the CPU figures are
+    flagged low confidence); null where it cannot be known."""
     torch_version: str | None = None
     measurements: list[Measurement] = Field(default_factory=list)
     telemetry: list[TelemetrySample] = Field(default_factory=list)
