@@ -156,7 +156,7 @@ def _measurement(
     first = burst.first_call
     return Measurement(
         case=case.case,
-        device="cpu",
+        device=case.device,
         precision=case.precision,
         variant=case.variant,
         status=BenchStatus.OK,

@@ -78,9 +78,9 @@ _KINDS: dict[type[BaseModel], str] = {
 
 def registry() -> dict[str, CaseFunction]:
     """Case kinds and their functions (imported here, in the child, not at module import)."""
-    from hwadvisor.probes.bench import cpu, gpu, multi
+    from hwadvisor.probes.bench import cpu, gpu, mps, multi
 
-    return {**cpu.CASES, **gpu.CASES, **multi.CASES}
+    return {**cpu.CASES, **gpu.CASES, **multi.CASES, **mps.CASES}
 
 
 def failed(case: CaseSpec, message: str, status: BenchStatus = BenchStatus.FAILED) -> Measurement:

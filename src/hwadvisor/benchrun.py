@@ -76,6 +76,11 @@ _GPU_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]]
     ("gpu_train_step", "train_step", "amp", None, 1.5, {}),
     ("gpu_sweep", "crossover", "fp32", None, 2.0, {"sizes": [64, 128, 256, 512, 1024, 2048, 4096]}),
 ]
+_MPS_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
+    ("mps_matmul", "matmul", "fp32", None, 1.5, {}),
+    ("mps_matmul", "matmul", "fp16", None, 1.5, {}),
+    ("mps_train_step", "train_step", "fp32", None, 2.0, {}),
+]
 _CPU_SWEEP_SIZES = [64, 128, 256, 512, 1024, 2048]
 
 _PRECISION_TITLE = {
@@ -99,7 +104,7 @@ class CaseEvent:
 
 
 def _title(device: str, case: str, precision: str | None, variant: str | None) -> str:
-    where = "CPU" if device == "cpu" else f"GPU {device.split(':')[-1]}"
+    where = {"cpu": "CPU", "mps": "Apple GPU"}.get(device, f"GPU {device.split(':')[-1]}")
     parts = [where, case.replace("_", " ")]
     if precision:
         parts.append(_PRECISION_TITLE.get(precision, precision))
@@ -147,7 +152,9 @@ def plan_cases(profile: Profile, budget_s: float | None = None) -> BenchPlan:
 
     cpu_total = sum(case[4] for case in cpu_cases)
     gpu_total = sum(case[4] for case in _GPU_CASES)
-    default_total = cpu_total + gpu_total * len(gpus)
+    mps = bool(profile.frameworks.torch.mps_available.value)
+    mps_total = sum(case[4] for case in _MPS_CASES) if mps else 0.0
+    default_total = cpu_total + gpu_total * len(gpus) + mps_total
     scale = (budget_s / default_total) if budget_s else 1.0
     cases: list[CaseSpec] = []
 
@@ -179,6 +186,8 @@ def plan_cases(profile: Profile, budget_s: float | None = None) -> BenchPlan:
     add("cpu", cpu_cases, cpu_total * scale)
     for device in gpus:
         add(device, list(_GPU_CASES), gpu_total * scale)
+    if mps:
+        add("mps", list(_MPS_CASES), mps_total * scale)
     if len(gpus) >= 2:
         cases.append(
             CaseSpec(

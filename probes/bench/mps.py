@@ -1,0 +1,138 @@
+"""Apple GPU (MPS) cases: matmul and the small-CNN training step.
+
+MPS has no CUDA events: each burst ends with ``torch.mps.synchronize()`` and is timed on the
+host clock (without it MPS timings come out ~10× too fast, pytorch/pytorch#152199).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+from hwadvisor.model.bench import BenchStatus
+from hwadvisor.probes.bench.cpu import _Burst, _left, _measurement, _settings, _sig, _timed
+from hwadvisor.probes.bench.models import (
+    SMALL_CNN_INPUT,
+    small_cnn,
+    small_cnn_optimizer,
+    small_cnn_train_flops_per_sample,
+)
+from hwadvisor.probes.bench.plan import BenchContext, CaseSpec, failed
+
+DEFAULT_N = 2048
+DEFAULT_BATCH = 32
+_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+class SyncedBurst(_Burst):
+    """``block(reps)``: ``reps`` calls, then one device synchronize, timed on the host clock."""
+
+    def __init__(self, fn: Callable[[], object], sync: Callable[[], None]) -> None:
+        super().__init__(fn)
+        self.sync = sync
+
+    def __call__(self, reps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(reps):
+            self.fn()
+        self.sync()
+        elapsed = time.perf_counter() - start
+        if self.first_call is None:
+            self.first_call = elapsed
+        return elapsed
+
+
+def _mps(torch: Any) -> tuple[Callable[[], None] | None, str]:
+    """MPS's synchronize function, or None and why it cannot be used."""
+    mps = getattr(getattr(torch, "backends", None), "mps", None)
+    if mps is None or not mps.is_available():
+        return None, "MPS is not available (needs macOS 12.3+ on Apple silicon and a native Python)"
+    return torch.mps.synchronize, ""
+
+
+def matmul_on(
+    case: CaseSpec, ctx: BenchContext, device: str, sync: Callable[[], None]
+) -> BaseModel:
+    """Square matmul at ``case.precision`` on ``device``, GFLOP/s."""
+    torch = ctx.torch
+    start = time.perf_counter()
+    dtype = getattr(torch, _DTYPES[case.precision or "fp32"])
+    n = int(case.params.get("n", DEFAULT_N))
+    torch.manual_seed(ctx.seed)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    c = torch.empty(n, n, device=device, dtype=dtype)
+    burst = SyncedBurst(lambda: torch.mm(a, b, out=c), sync)
+    timing = _timed(case, burst, _left(case, start))
+    return _measurement(
+        case,
+        timing,
+        2.0 * n**3 / 1e9,
+        unit="GFLOP/s",
+        start=start,
+        burst=burst,
+        params={"n": n},
+        settings=_settings(torch, dtype=str(dtype)),
+    )
+
+
+def train_step_on(
+    case: CaseSpec, ctx: BenchContext, device: str, sync: Callable[[], None]
+) -> BaseModel:
+    """The small CNN's training step on ``device``, samples/s."""
+    torch = ctx.torch
+    start = time.perf_counter()
+    batch = int(case.params.get("batch", DEFAULT_BATCH))
+    torch.manual_seed(ctx.seed)
+    model = small_cnn(torch).to(device)
+    optimizer = small_cnn_optimizer(torch, model)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    x = torch.randn(batch, *SMALL_CNN_INPUT, device=device)
+    y = torch.randint(0, 2, (batch, 1), device=device).float()
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    burst = SyncedBurst(step, sync)
+    timing = _timed(case, burst, _left(case, start))
+    result = _measurement(
+        case,
+        timing,
+        float(batch),
+        unit="samples/s",
+        start=start,
+        burst=burst,
+        params={"batch": batch},
+        settings=_settings(torch, dtype="fp32"),
+    )
+    if result.best and result.median:
+        flop = small_cnn_train_flops_per_sample()
+        result.params.update(
+            ms_per_step=_sig(1000.0 * batch / result.median),
+            train_gflops_per_s=_sig(result.best * flop / 1e9),
+        )
+    return result
+
+
+def mps_matmul(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
+    sync, why = _mps(ctx.torch)
+    if sync is None:
+        yield failed(case, why, BenchStatus.SKIPPED)
+        return
+    yield matmul_on(case, ctx, "mps", sync)
+
+
+def mps_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
+    sync, why = _mps(ctx.torch)
+    if sync is None:
+        yield failed(case, why, BenchStatus.SKIPPED)
+        return
+    yield train_step_on(case, ctx, "mps", sync)
+
+
+CASES = {"mps_matmul": mps_matmul, "mps_train_step": mps_train_step}
