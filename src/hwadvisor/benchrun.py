@@ -38,7 +38,7 @@ from hwadvisor.model.bench import (
 )
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.probes.bench.gpu import crossover_n
-from hwadvisor.probes.bench.plan import BenchPlan, CaseSpec
+from hwadvisor.probes.bench.plan import BenchPlan, CaseSpec, failed
 from hwadvisor.probes.bench.timing import split_budget
 
 #: Share of the CPUs other processes may use while we measure before the figures are flagged.
@@ -257,17 +257,6 @@ def _limit(case: CaseSpec, first_on_device: bool) -> float:
     return limit
 
 
-def _stopped(case: CaseSpec, status: BenchStatus, message: str) -> Measurement:
-    return Measurement(
-        case=case.case,
-        device=case.device,
-        precision=case.precision,
-        variant=case.variant,
-        status=status,
-        message=message,
-    )
-
-
 #: Which status a case shows when its results disagree (a failed pair among ok ones: failed).
 _SEVERITY = {
     BenchStatus.OK: 0,
@@ -363,7 +352,7 @@ def run_plan(
                 f"stopped after {time.monotonic() - follower.since:.0f} s (share "
                 f"{hung.seconds:g} s): the case hung or ran far too long"
             )
-            got.measurements.append(_stopped(hung, BenchStatus.TIMEOUT, message))
+            got.measurements.append(failed(hung, message, BenchStatus.TIMEOUT))
             report(CaseEvent(hung.id, hung.title, BenchStatus.TIMEOUT))
             got.ended.add(hung.id)
             remaining = [case for case in left if case.id != hung.id]
@@ -372,7 +361,7 @@ def run_plan(
             status = BenchStatus.TIMEOUT if result.status == "timeout" else BenchStatus.FAILED
             for case in left:
                 message = f"benchmark child {status.value}: {result.error}"
-                got.measurements.append(_stopped(case, status, message))
+                got.measurements.append(failed(case, message, status))
                 report(CaseEvent(case.id, case.title, status))
         break
     bench = Benchmarks(
