@@ -153,7 +153,7 @@ def scan(
             max=3600.0,
             metavar="SECONDS",
             help="Measurement time to share among the benchmark cases "
-            "(default: 5 s for the CPU + 15 s per GPU).",
+            "(default: about 5.5 s for the CPU + 15 s per GPU).",
         ),
     ] = None,
     quiet: Annotated[
