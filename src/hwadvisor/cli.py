@@ -97,16 +97,18 @@ def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent
     def on_event(event: ProbeEvent) -> None:
         from rich.markup import escape
 
+        # Benchmark cases (ids like "cpu.matmul.fp32") sit under "Microbenchmarks".
+        title = ("  " if "." in event.name else "") + escape(event.title)
         if event.status is None:
-            tasks[event.name] = progress.add_task(escape(event.title), total=1)
+            tasks[event.name] = progress.add_task(title, total=1)
             return
         task = tasks.get(event.name)
         if task is None:  # skipped probes never start
             if event.status.value != "skipped":
                 return
-            task = progress.add_task(escape(event.title), total=1)
+            task = progress.add_task(title, total=1)
         mark, suffix = marks.get(event.status.value, ("?", ""))
-        progress.update(task, completed=1, mark=mark, description=f"{escape(event.title)}{suffix}")
+        progress.update(task, completed=1, mark=mark, description=f"{title}{suffix}")
 
     return progress, on_event
 
