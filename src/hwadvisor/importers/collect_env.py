@@ -1,0 +1,415 @@
+"""Parse the text of ``python -m torch.utils.collect_env`` into a profile.
+
+collect_env is what people paste into bug reports, so this reads what it prints on Linux, Windows
+and macOS, across PyTorch versions, with sections missing or cut short. Facts it does not print
+stay ``null`` with the reason; every fact read here has the source ``collect_env``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from hwadvisor import __version__
+from hwadvisor.model.facts import Fact, Source, fact, unknown
+from hwadvisor.model.profile import (
+    CpuInfo,
+    Frameworks,
+    GpuInfo,
+    NvmlInfo,
+    NvmlStatus,
+    PlatformInfo,
+    Profile,
+    ToolInfo,
+    TorchInfo,
+)
+from hwadvisor.probes.cpu import ISA_FEATURES
+
+SRC = Source.COLLECT_ENV
+MISSING = "not in collect_env output"
+
+#: Words collect_env prints where it has no value.
+_NO_VALUE = {"", "n/a", "could not collect", "no cuda", "none", "unknown"}
+
+_ISA_ALIASES = {alias: name for name, aliases in ISA_FEATURES.items() for alias in aliases}
+
+_X86_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD", "HygonGenuine": "Hygon"}
+
+#: Win32_Processor.Architecture codes (what ``wmic cpu`` prints on Windows).
+_WMI_ARCH = {"0": "x86", "5": "arm", "9": "x86_64", "12": "aarch64"}
+
+_MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+
+_KEY_VALUE = re.compile(r"^([A-Za-z][^:=]*?)\s*[:=]\s*(.*)$")
+_GPU_LINE = re.compile(r"^GPU (\d+): (.+)$")
+_VERSION = re.compile(r"^\d+(?:\.\d+)*")
+_OS_ARCH = re.compile(r"^(.*?)\s*\((x86_64|aarch64|arm64|AMD64|i686|ppc64le|s390x|armv\d+l)\)$")
+
+#: The header line collect_env starts with; also how :mod:`detect` recognises the format.
+MARKERS = ("PyTorch version:", "CUDA used to build PyTorch:", "Is CUDA available:")
+
+
+def now_utc() -> str:
+    """The current time as the profile writes it (ISO 8601, UTC, seconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class CollectEnvError(ValueError):
+    """The text holds nothing collect_env prints."""
+
+
+#: Only the CPU section pasted: "CPU:" then lscpu's first line.
+_CPU_SECTION = re.compile(r"^\s*CPU:[ \t]*\r?\n[ \t]*Architecture:")
+
+
+def looks_like_collect_env(text: str) -> bool:
+    """Two of collect_env's fixed header lines start lines of ``text``, or it is the CPU part."""
+    markers = sum(bool(re.search(rf"(?m)^{re.escape(m)}", text)) for m in MARKERS)
+    return markers >= 2 or _CPU_SECTION.match(text) is not None
+
+
+def parse_collect_env(text: str) -> Profile:
+    """Read collect_env output into a :class:`Profile` (findings and envelope left to callers).
+
+    Raises :class:`CollectEnvError` when neither a header line nor the CPU section is present.
+    """
+    top, gpu_lines, cpu_lines = _split(text)
+    if not cpu_lines and not any(marker.rstrip(":") in top for marker in MARKERS):
+        raise CollectEnvError("no collect_env header lines (PyTorch version: ...)")
+    torch = _torch(top)
+    gpus = _gpus(top, gpu_lines, torch)
+    return Profile(
+        tool=ToolInfo(version=__version__),
+        created_utc=now_utc(),
+        cpu=_cpu(cpu_lines, top),
+        platform=_platform(top),
+        nvml=_nvml(top, gpus),
+        gpus=gpus,
+        frameworks=Frameworks(torch=torch),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _split(text: str) -> tuple[dict[str, str], list[str], list[str]]:
+    """The header ``key: value`` pairs, the GPU list lines, and the CPU block lines."""
+    top: dict[str, str] = {}
+    gpu_lines: list[str] = []
+    cpu_lines: list[str] = []
+    section = "top"
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line == "CPU:":
+            section = "cpu"
+            continue
+        if line.startswith("Versions of relevant libraries"):
+            section = "libs"
+            continue
+        if section == "cpu":
+            if line:
+                cpu_lines.append(line)
+            continue
+        if section == "libs":
+            continue
+        if section == "gpus":
+            if _GPU_LINE.match(line):
+                gpu_lines.append(line)
+                continue
+            section = "top"
+        match = _KEY_VALUE.match(line)
+        if match is None or match.group(1) in top:
+            continue  # a path, a legend line, or the second of a repeated key
+        key, value = match.group(1), match.group(2).strip()
+        # "GPU 0: ..." lines are keyed by the GPU; they belong to the list, not the header.
+        if _GPU_LINE.match(line):
+            gpu_lines.append(line)
+            continue
+        top[key] = value
+        if key == "GPU models and configuration":
+            section = "gpus"
+            if _GPU_LINE.match(value):
+                gpu_lines.append(value)
+    return top, gpu_lines, cpu_lines
+
+
+def _value(top: dict[str, str], key: str) -> tuple[str | None, str]:
+    """The value of ``key``, or None with why there is none."""
+    if key not in top:
+        return None, MISSING
+    value = top[key]
+    if value.lower() in _NO_VALUE:
+        return None, f"collect_env reports {value or 'nothing'!r}"
+    return value, ""
+
+
+def _str(top: dict[str, str], key: str) -> Fact[str]:
+    value, reason = _value(top, key)
+    return fact(value, SRC, reason)
+
+
+def _version(top: dict[str, str], key: str) -> Fact[str]:
+    value, reason = _value(top, key)
+    if value is None:
+        return unknown(reason, SRC)
+    match = _VERSION.match(value)
+    if match is None:
+        return unknown(f"no version number in {value!r}", SRC)
+    return fact(match.group(0), SRC)
+
+
+def _bool(top: dict[str, str], key: str) -> Fact[bool]:
+    value, reason = _value(top, key)
+    if value is None:
+        return unknown(reason, SRC)
+    states = {"true": True, "yes": True, "false": False, "no": False}
+    state = states.get(value.lower())
+    return fact(state, SRC, f"unparseable value {value!r}")
+
+
+def _torch(top: dict[str, str]) -> TorchInfo:
+    if "PyTorch version" not in top:
+        # No source on the fact: nothing was asked, so no "not installed" finding either.
+        return TorchInfo(installed=False, version=unknown(MISSING))
+    version, why = _value(top, "PyTorch version")
+    if version is None:
+        # collect_env prints N/A when torch cannot be imported.
+        return TorchInfo(installed=False, version=unknown(f"PyTorch {why}", SRC))
+    cuda = _version(top, "CUDA used to build PyTorch")
+    hip = _version(top, "ROCM used to build PyTorch")
+    suffix = version.partition("+")[2].lower()
+    build: Fact[str]
+    if hip.known or suffix.startswith("rocm"):
+        build = fact("rocm", SRC)
+    elif cuda.known or suffix.startswith("cu"):
+        build = fact("cuda", SRC)
+    elif suffix.startswith("xpu"):
+        build = fact("xpu", SRC)
+    elif "CUDA used to build PyTorch" in top:
+        # collect_env prints None / Could not collect when torch.version.cuda is None.
+        build = fact("cpu", SRC)
+    else:
+        build = unknown(MISSING, SRC)
+    if build.value == "rocm":
+        cuda = unknown("ROCm build: the runtime is HIP (see hip_version)", SRC)
+    return TorchInfo(
+        installed=True,
+        version=fact(version, SRC),
+        build=build,
+        cuda_runtime_version=cuda,
+        hip_version=hip,
+        cudnn_version=_cudnn(top),
+        nccl_version=_version(top, "NCCL version"),
+        cuda_available=_bool(top, "Is CUDA available"),
+        device_count=unknown(MISSING, SRC),
+        arch_list=unknown(MISSING, SRC),
+        mps_built=unknown(MISSING, SRC),
+        mps_available=unknown(MISSING, SRC),
+        xpu_available=_bool(top, "Is XPU available"),
+        cpu_capability=unknown(MISSING, SRC),
+        num_threads=unknown(MISSING, SRC),
+    )
+
+
+def _cudnn(top: dict[str, str]) -> Fact[str]:
+    value, reason = _value(top, "cuDNN version")
+    if value is None:
+        return unknown(reason, SRC)
+    if re.fullmatch(r"\d+(?:\.\d+)*", value):
+        return fact(value, SRC)
+    # A path or "Probably one of the following": the system's cuDNN files, not torch's cuDNN.
+    return unknown("collect_env lists cuDNN library files, not the version torch uses", SRC)
+
+
+def _gpus(top: dict[str, str], gpu_lines: list[str], torch: TorchInfo) -> list[GpuInfo]:
+    rocm = torch.build.value == "rocm"
+    names: list[tuple[int, str]] = []
+    for line in gpu_lines:
+        match = _GPU_LINE.match(line)
+        if match:
+            names.append((int(match.group(1)), match.group(2).strip()))
+    if not names:
+        # ROCm builds print the device name(s) inline, without "GPU n:".
+        inline, _ = _value(top, "GPU models and configuration")
+        if inline is not None and not _GPU_LINE.match(inline):
+            names.append((0, inline))
+    unknowns: dict[str, Any] = {field: unknown(MISSING, SRC) for field in _GPU_UNKNOWN}
+    gpus = []
+    for index, name in names:
+        amd = rocm or any(word in name for word in ("AMD", "Radeon", "Instinct"))
+        gpus.append(
+            GpuInfo(
+                index=index,
+                vendor="amd" if amd else "nvidia",
+                backend="rocm" if amd else "cuda",
+                name=fact(name, SRC),
+                **unknowns,
+            )
+        )
+    return gpus
+
+
+_GPU_UNKNOWN = (
+    "uuid",
+    "serial",
+    "pci_bus_id",
+    "architecture",
+    "compute_capability",
+    "vram_total_bytes",
+    "vram_free_bytes",
+    "vram_used_bytes",
+    "multiprocessor_count",
+    "power_limit_watts",
+    "power_draw_watts",
+    "temperature_c",
+    "utilization_percent",
+    "ecc_enabled",
+    "persistence_mode",
+    "mig_enabled",
+)
+
+
+def _nvml(top: dict[str, str], gpus: list[GpuInfo]) -> NvmlInfo:
+    driver = _str(top, "Nvidia driver version")
+    nvidia = [gpu for gpu in gpus if gpu.vendor == "nvidia"]
+    # Without a driver version nothing says NVML would work: leave the status unprobed.
+    status = NvmlStatus.OK if driver.known else NvmlStatus.ERROR
+    return NvmlInfo(
+        status=status,
+        driver_version=driver,
+        cuda_driver_version=unknown(MISSING, SRC),
+        nvml_version=unknown(MISSING, SRC),
+        binding_version=unknown("not applicable: read from collect_env output", SRC),
+        device_count=fact(len(nvidia), SRC) if driver.known else unknown(MISSING, SRC),
+    )
+
+
+def _platform(top: dict[str, str]) -> PlatformInfo:
+    os_line, why = _value(top, "OS")
+    os_name: Fact[str] = unknown(why, SRC)
+    distribution: Fact[str] = unknown(why, SRC)
+    if os_line is not None:
+        match = _OS_ARCH.match(os_line)
+        label = match.group(1) if match else os_line
+        if label.startswith("Microsoft Windows"):
+            os_name, distribution = fact("Windows", SRC), fact(label, SRC)
+        elif label.startswith(("macOS", "Mac OSX", "Mac OS")):
+            os_name, distribution = fact("Darwin", SRC), fact(label, SRC)
+        else:
+            # collect_env prints the distribution's name for Linux (lsb_release / os-release).
+            os_name, distribution = fact("Linux", SRC), fact(label, SRC)
+    python, why = _value(top, "Python version")
+    version = _VERSION.match(python) if python else None
+    return PlatformInfo(
+        os=os_name,
+        distribution=distribution,
+        kernel=unknown(MISSING, SRC),
+        python_version=fact(version.group(0) if version else None, SRC, why or MISSING),
+        python_implementation=unknown(MISSING, SRC),
+        container=unknown(MISSING, SRC),
+        wsl=_wsl(top),
+        rosetta=unknown(MISSING, SRC),
+        nvidia_device_nodes=unknown(MISSING, SRC),
+    )
+
+
+def _wsl(top: dict[str, str]) -> Fact[bool]:
+    platform_line, why = _value(top, "Python platform")
+    if platform_line is None:
+        return unknown(why, SRC)
+    if not platform_line.startswith("Linux-"):
+        return fact(False, SRC)
+    return fact("microsoft" in platform_line.lower(), SRC)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU: lscpu on Linux, wmic (Key=Value) on Windows, the brand string alone on macOS
+
+
+def _cpu(lines: list[str], top: dict[str, str]) -> CpuInfo:
+    if not lines:
+        return CpuInfo(**{name: unknown(MISSING, SRC) for name in CpuInfo.model_fields})
+    pairs: dict[str, str] = {}
+    for line in lines:
+        match = _KEY_VALUE.match(line)
+        if match and match.group(1) not in pairs:
+            pairs[match.group(1)] = match.group(2).strip()
+    model = pairs.get("Model name") or pairs.get("Name")
+    if model is None and not pairs and len(lines) == 1:
+        model = lines[0]  # macOS prints the brand string alone
+    vendor_id = pairs.get("Vendor ID") or pairs.get("Manufacturer")
+    vendor = _X86_VENDORS.get(vendor_id, vendor_id) if vendor_id else None
+    if vendor is None and model and model.startswith("Apple"):
+        vendor = "Apple"
+    logical = _int(pairs.get("CPU(s)"))
+    per_socket = _int(pairs.get("Core(s) per socket") or pairs.get("Core(s) per cluster"))
+    sockets = _int(pairs.get("Socket(s)"))
+    physical = per_socket * sockets if per_socket and sockets else None
+    flags = pairs.get("Flags")
+    base = _float(pairs.get("MaxClockSpeed"))  # wmic: the rated clock, in MHz
+    max_mhz = _float(pairs.get("CPU max MHz"))
+    reason_cores = "collect_env's CPU block lacks Core(s) per socket or Socket(s)"
+    return CpuInfo(
+        vendor=fact(vendor, SRC, MISSING),
+        model_name=fact(model, SRC, MISSING),
+        architecture=_architecture(pairs, top),
+        microarchitecture=unknown(MISSING, SRC),
+        sockets=fact(sockets, SRC, MISSING),
+        physical_cores=fact(physical, SRC, reason_cores),
+        logical_cores=fact(logical, SRC, MISSING),
+        performance_cores=unknown(MISSING, SRC),
+        efficiency_cores=unknown(MISSING, SRC),
+        affinity_cpus=unknown(MISSING, SRC),
+        cgroup_cpu_quota=unknown(MISSING, SRC),
+        usable_cpus=unknown(MISSING, SRC),
+        base_frequency_mhz=fact(base, SRC, MISSING),
+        max_frequency_mhz=fact(max_mhz, SRC, MISSING),
+        isa_features=fact(_isa(flags.split()) if flags else None, SRC, "no Flags line"),
+        l1d_cache_bytes=unknown(MISSING, SRC),
+        l2_cache_bytes=unknown(MISSING, SRC),
+        l3_cache_bytes=unknown(MISSING, SRC),
+        numa_nodes=fact(_int(pairs.get("NUMA node(s)")), SRC, MISSING),
+        virtualized=_virtualized(pairs),
+        hypervisor=fact(pairs.get("Hypervisor vendor"), SRC, MISSING),
+    )
+
+
+def _architecture(pairs: dict[str, str], top: dict[str, str]) -> Fact[str]:
+    raw = pairs.get("Architecture")
+    if raw is not None:
+        arch = _WMI_ARCH.get(raw, raw)
+        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), SRC)
+    match = _OS_ARCH.match(top.get("OS", ""))
+    if match:
+        arch = match.group(2)
+        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), SRC)
+    return unknown(MISSING, SRC)
+
+
+def _virtualized(pairs: dict[str, str]) -> Fact[bool]:
+    if "Hypervisor vendor" in pairs:
+        return fact(True, SRC)
+    # lscpu prints "Hypervisor vendor" only under a hypervisor, but only a full block says so.
+    return unknown(MISSING, SRC)
+
+
+def _isa(tokens: Iterable[str]) -> list[str]:
+    found = {_ISA_ALIASES[t.lower()] for t in tokens if t.lower() in _ISA_ALIASES}
+    return [name for name in ISA_FEATURES if name in found]
+
+
+def _int(text: str | None) -> int | None:
+    if text is None or not text.strip().isdigit():
+        return None
+    return int(text.strip())
+
+
+def _float(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None

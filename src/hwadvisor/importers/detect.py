@@ -1,0 +1,168 @@
+"""Recognise what a file holds and turn it into a profile: the ``hwadvisor import`` back end.
+
+Four formats: ``python -m torch.utils.collect_env`` output, ``nvidia-smi -q -x`` XML, the plain
+``nvidia-smi`` table, and a saved hwadvisor profile. Nothing here touches hardware or imports
+torch; every error is an :class:`~hwadvisor.errors.InputError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from hwadvisor import __version__
+from hwadvisor.errors import InputError
+from hwadvisor.importers.collect_env import (
+    CollectEnvError,
+    looks_like_collect_env,
+    now_utc,
+    parse_collect_env,
+)
+from hwadvisor.importers.nvidia_smi_table import (
+    NvidiaSmiTableError,
+    looks_like_nvidia_smi_table,
+    parse_nvidia_smi_table,
+)
+from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
+from hwadvisor.model.facts import Fact, unknown
+from hwadvisor.model.load import parse_profile
+from hwadvisor.model.profile import (
+    Diagnostics,
+    HostIdentity,
+    ProbeRun,
+    ProbeStatus,
+    Profile,
+    ToolInfo,
+)
+from hwadvisor.readiness import assess
+
+UNKNOWN_FORMAT = (
+    "not a recognised format: expected collect_env output, nvidia-smi -q -x XML, "
+    "an nvidia-smi table or an hwadvisor profile"
+)
+
+COLLECT_ENV = "collect_env output"
+SMI_XML = "nvidia-smi -q -x XML"
+SMI_TABLE = "nvidia-smi table"
+PROFILE = "hwadvisor profile"
+
+#: Control characters other than tab, CR, LF: text files do not hold them.
+_BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def import_file(path: Path) -> Profile:
+    """Read ``path`` and import it (see :func:`import_text`)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not text (not UTF-8; a binary file?)") from exc
+    return import_text(text, str(path))
+
+
+def import_text(text: str, origin: str) -> Profile:
+    """Detect the format of ``text`` and build a profile from it, with findings assessed.
+
+    ``origin`` names the input in error messages. Raises :class:`InputError` on empty, binary,
+    unrecognised or unreadable input.
+    """
+    if not text.strip():
+        raise InputError(f"{origin}: empty file")
+    if _BINARY.search(text):
+        raise InputError(f"{origin}: not text (control characters; a binary file?)")
+    kind = detect_format(text)
+    if kind is None:
+        raise InputError(f"{origin}: {UNKNOWN_FORMAT}")
+    if kind == PROFILE:
+        # A saved profile keeps its own envelope, findings and diagnostics.
+        return parse_profile(text, origin)
+    try:
+        profile = _parse(kind, text)
+    except (CollectEnvError, NvidiaSmiTableError, NvidiaSmiXmlError) as exc:
+        raise InputError(f"{origin}: unreadable {kind}: {_one_line(str(exc))}") from exc
+    return _finish(profile, kind)
+
+
+def detect_format(text: str) -> str | None:
+    """The format ``text`` is in (one of the module's format names), or None.
+
+    A file that mixes formats (a bug report with both collect_env and nvidia-smi pasted) is read
+    as the richer one, collect_env first, then the XML, then the table.
+    """
+    body = text.lstrip("\ufeff \t\r\n")
+    if body.startswith("{"):
+        return PROFILE
+    if looks_like_collect_env(text):
+        return COLLECT_ENV
+    if body.startswith("<") and "<nvidia_smi_log" in body:
+        return SMI_XML
+    if looks_like_nvidia_smi_table(text):
+        return SMI_TABLE
+    if "<nvidia_smi_log" in body:
+        return SMI_XML
+    return None
+
+
+def _parse(kind: str, text: str) -> Profile:
+    if kind == COLLECT_ENV:
+        return parse_collect_env(text)
+    if kind == SMI_TABLE:
+        return parse_nvidia_smi_table(text)
+    nvml, gpus = parse_nvidia_smi_xml(_xml_part(text))
+    return Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
+
+
+def _xml_part(text: str) -> str:
+    """The XML document in ``text``, without a shell prompt or notes pasted before it."""
+    start = text.find("<?xml")
+    if start < 0:
+        start = text.find("<nvidia_smi_log")
+    return text[start:] if start > 0 else text
+
+
+def _finish(profile: Profile, kind: str) -> Profile:
+    """The envelope an import has: no hostname, one diagnostics entry, assessed findings."""
+    profile.tool = ToolInfo(version=__version__)
+    profile.created_utc = now_utc()
+    profile.host = HostIdentity(
+        hostname=unknown(f"imported from {kind}"),
+        machine_id=unknown(f"imported from {kind}"),
+    )
+    profile.diagnostics = Diagnostics(
+        probes=[
+            ProbeRun(
+                name="import",
+                status=ProbeStatus.OK,
+                seconds=0.0,
+                message=f"imported from {kind}; no hardware was probed",
+            )
+        ]
+    )
+    _mark_unknown(profile, f"not in {kind}")
+    profile.findings = assess(profile)
+    return profile
+
+
+def _mark_unknown(model: BaseModel, reason: str) -> None:
+    """Say why each fact the format cannot carry is null, in place of the scan's "not probed".
+
+    The source stays empty: readiness rules read a source as "this was asked".
+    """
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, Fact):
+                if item.value is None and item.source is None and item.reason == "not probed":
+                    item.reason = reason
+            elif isinstance(item, BaseModel):
+                _mark_unknown(item, reason)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
