@@ -11,7 +11,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -126,7 +126,7 @@ def scan(
         Path, typer.Option("--out", "-o", help="Folder for the report files.", file_okay=False)
     ] = Path("reports"),
     json_out: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        Optional[str],
         typer.Option(
             "--json",
             metavar="PATH|-",
@@ -135,7 +135,7 @@ def scan(
         ),
     ] = None,
     probe_timeout: Annotated[
-        Optional[float],  # noqa: UP045
+        Optional[float],
         typer.Option(
             "--probe-timeout",
             min=1.0,
@@ -148,7 +148,7 @@ def scan(
         bool, typer.Option("--no-bench", help="Detect only; skip the microbenchmarks.")
     ] = False,
     budget: Annotated[
-        Optional[float],  # noqa: UP045
+        Optional[float],
         typer.Option(
             "--budget",
             min=0.5,
@@ -158,19 +158,22 @@ def scan(
             "(default: about 5.5 s for the CPU + 15 s per GPU).",
         ),
     ] = None,
+    workload: WorkloadOpt = None,
+    assume_gpu: AssumeGpuOpt = None,
+    gpus: GpusOpt = 1,
+    rules: RulesOpt = None,
+    prices: PricesOpt = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress display and no summary.")
     ] = False,
 ) -> None:
     """Detect CPU, memory, GPUs, drivers and the PyTorch stack, measure what the machine does,
-    and write a JSON profile."""
-    from rich.console import Console
+    and write a JSON profile (with --workload: and the advice for it)."""
+    from hwadvisor.pipeline import ScanOptions, run_scan
 
-    from hwadvisor.pipeline import ScanOptions, is_degraded, run_scan
-    from hwadvisor.render.jsonio import to_json, write_new_file, write_unique
-
-    to_stdout = json_out == "-"
     err = _stderr()
+    # Bad advice options fail now, not after the scan.
+    request = _advice_request(workload, None, assume_gpu, gpus, rules, prices) if workload else None
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
@@ -185,7 +188,20 @@ def scan(
             profile = run_scan(options)
     except KeyboardInterrupt as exc:
         raise Interrupted("interrupted; no partial file was written") from exc
+    if request is not None:
+        profile.advice = request.run(profile)
+    _emit(profile, json_out, out, quiet, err)
 
+
+def _emit(profile: Profile, json_out: str | None, out: Path, quiet: bool, err: Console) -> None:
+    """Write the profile (stdout, a named file, or a new file in ``out``) and print the summary;
+    exit 3 when a probe or a benchmark case failed."""
+    from rich.console import Console
+
+    from hwadvisor.pipeline import is_degraded
+    from hwadvisor.render.jsonio import to_json, write_new_file, write_unique
+
+    to_stdout = json_out == "-"
     text = to_json(profile)
     if to_stdout:
         sys.stdout.write(text)
@@ -212,6 +228,224 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+WorkloadOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--workload",
+        "-w",
+        metavar="NAME",
+        help="Advise for this workload preset (see `hwadvisor workloads`).",
+    ),
+]
+AssumeGpuOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--assume-gpu",
+        metavar="NAME",
+        help="Also estimate on this GPU from the catalog (repeatable), e.g. 'RTX 4090'.",
+    ),
+]
+GpusOpt = Annotated[
+    int, typer.Option("--gpus", min=1, max=1024, help="How many of each --assume-gpu.")
+]
+RulesOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--rules",
+        metavar="FILE",
+        help="Your own rules file (TOML), instead of the built-in one.",
+        dir_okay=False,
+    ),
+]
+PricesOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help="Purchase and hourly prices (TOML): adds costs and buy-vs-rent break-even.",
+        dir_okay=False,
+    ),
+]
+
+
+class _AdviceRequest:
+    """A validated advice request: the workload, rules, prices and assumed GPUs."""
+
+    def __init__(self, workload: Any, rules: Any, prices: Any, assume: list[Any]) -> None:
+        self.workload, self.rules, self.prices, self.assume = workload, rules, prices, assume
+
+    def run(self, profile: Profile) -> Any:
+        from hwadvisor.advise import advise
+
+        return advise(
+            profile, self.workload, rules=self.rules, prices=self.prices, assume=self.assume
+        )
+
+
+def _advice_request(
+    workload: str | None,
+    custom: dict[str, Any] | None,
+    assume_gpu: list[str] | None,
+    gpus: int,
+    rules: Path | None,
+    prices: Path | None,
+) -> _AdviceRequest:
+    from hwadvisor.advise import load_prices, load_rules, resolve_gpu
+    from hwadvisor.errors import UsageError
+    from hwadvisor.workloads import WorkloadError, custom_workload, get_workload
+
+    try:
+        if custom:
+            chosen = custom_workload(**custom)
+        elif workload:
+            chosen = get_workload(workload)
+        else:
+            raise UsageError(
+                "name a workload: --workload NAME (see `hwadvisor workloads`), "
+                "or describe one with --params and --flops-per-sample/--tokens"
+            )
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from exc
+    assume = [(resolve_gpu(name), gpus) for name in assume_gpu or []]
+    return _AdviceRequest(
+        chosen, load_rules(rules), load_prices(prices) if prices else None, assume
+    )
+
+
+@app.command()
+def advise(
+    profile_path: Annotated[
+        Path,
+        typer.Option(
+            "--profile",
+            "-p",
+            metavar="FILE",
+            dir_okay=False,
+            help="A saved profile, or collect_env output, an nvidia-smi -q -x "
+            "dump or an nvidia-smi table (detected).",
+        ),
+    ],
+    workload: WorkloadOpt = None,
+    params: Annotated[
+        Optional[float],
+        typer.Option("--params", metavar="N", help="Custom workload: model parameters."),
+    ] = None,
+    flops_per_sample: Annotated[
+        Optional[float],
+        typer.Option("--flops-per-sample", metavar="F", help="Custom: training FLOPs per sample."),
+    ] = None,
+    samples: Annotated[
+        Optional[int],
+        typer.Option("--samples", metavar="N", help="Custom: samples per epoch."),
+    ] = None,
+    tokens: Annotated[
+        Optional[float],
+        typer.Option("--tokens", metavar="N", help="Custom: training tokens (6·N·D FLOPs)."),
+    ] = None,
+    epochs: Annotated[float, typer.Option("--epochs", help="Custom: epochs.")] = 1.0,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Custom: batch size.")] = 32,
+    precision: Annotated[
+        str, typer.Option("--precision", help="Custom: fp32, tf32, bf16 or fp16.")
+    ] = "bf16",
+    assume_gpu: AssumeGpuOpt = None,
+    gpus: GpusOpt = 1,
+    rules: RulesOpt = None,
+    prices: PricesOpt = None,
+    json_out: Annotated[
+        Optional[str],
+        typer.Option(
+            "--json",
+            metavar="PATH|-",
+            help="Write the advice as JSON to PATH or stdout ('-') instead of the summary.",
+        ),
+    ] = None,
+) -> None:
+    """Advise from a saved or imported profile: the scenario a workload needs, whether that
+    machine meets it, time-to-train across the hardware ladder, and the rule trace."""
+    from rich.console import Console
+
+    from hwadvisor.importers.detect import import_file
+    from hwadvisor.render.console import render_advice
+    from hwadvisor.render.jsonio import to_json, write_new_file
+
+    custom = None
+    if params is not None:
+        custom = {
+            "parameters": int(params),
+            "flops_per_sample": flops_per_sample,
+            "samples": samples,
+            "tokens": int(tokens) if tokens else None,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "precision": precision,
+        }
+    request = _advice_request(workload, custom, assume_gpu, gpus, rules, prices)
+    profile = import_file(profile_path)
+    result = request.run(profile)
+    if json_out == "-":
+        sys.stdout.write(to_json(result))
+    elif json_out is not None:
+        written = write_new_file(Path(json_out), to_json(result))
+        _stderr().print(f"Advice written to [bold]{_escape(str(written))}[/bold]")
+    else:
+        render_advice(result, Console(highlight=False))
+
+
+@app.command(name="import")
+def import_(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            dir_okay=False,
+            help="collect_env output, nvidia-smi -q -x XML, an "
+            "nvidia-smi table, or a saved profile.",
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for the profile.", file_okay=False)
+    ] = Path("reports"),
+    json_out: Annotated[
+        Optional[str],
+        typer.Option("--json", metavar="PATH|-", help="Write to PATH, or '-' for stdout."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Turn another tool's description of a machine into an hwadvisor profile (same schema as
+    a scan; what the source cannot know is null with a reason)."""
+    from hwadvisor.importers.detect import import_file
+
+    profile = import_file(source)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", source.stem).strip("._") or "imported"
+    if json_out is None:
+        from hwadvisor.render.jsonio import to_json, write_unique
+
+        written = write_unique(out, f"{stem}-imported", ".json", to_json(profile))
+        if not quiet:
+            from rich.console import Console
+
+            from hwadvisor.render.console import render_summary
+
+            render_summary(profile, Console(highlight=False))
+        _stderr().print(f"Profile written to [bold]{_escape(str(written))}[/bold]")
+        return
+    _emit(profile, json_out, out, True, _stderr())
+
+
+@app.command()
+def workloads() -> None:
+    """List the workload presets with their assumptions."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwadvisor.workloads import load_workloads
+
+    table = Table("name", "kind", "what", "precision", box=None)
+    for w in load_workloads():
+        table.add_row(w.name, w.kind, w.description, w.precision)
+    Console(highlight=False).print(table)
 
 
 @app.command()

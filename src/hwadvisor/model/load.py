@@ -16,6 +16,8 @@ def _migrate(data: dict[str, Any], version: int) -> dict[str, Any]:
     """Bring an older profile to the current shape (each step is one schema bump)."""
     if version < 2:
         data = {**data, "benchmarks": None}
+    if version < 3:
+        data = {**data, "advice": None}
     return {**data, "schema_version": SCHEMA_VERSION}
 
 

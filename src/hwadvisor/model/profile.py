@@ -11,12 +11,13 @@ from typing import Any
 
 from pydantic import Field
 
+from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 
 #: Bumped when the JSON changes shape. Loaders accept every version up to this one.
-#: 1: detection. 2: adds ``benchmarks``.
-SCHEMA_VERSION = 2
+#: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``.
+SCHEMA_VERSION = 3
 
 
 def _not_probed() -> Fact[Any]:
@@ -322,6 +323,8 @@ class Profile(StrictModel):
     benchmarks: Benchmarks | None = None
     """What the machine measurably does; null when the scan ran with ``--no-bench`` (or the
     profile predates schema 2)."""
+    advice: Advice | None = None
+    """The answer for one workload (``scan --workload`` / ``advise``); null otherwise."""
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
 
 

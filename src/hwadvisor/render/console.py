@@ -14,6 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
@@ -344,6 +345,82 @@ def _diagnostics(p: Profile) -> RenderableType | None:
     return table
 
 
+def human_duration(seconds: float | None) -> str:
+    """3600 → "1.0 h"; days past 48 hours, years past two years."""
+    if seconds is None:
+        return "—"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    hours = seconds / 3600
+    if hours < 48:
+        return f"{hours:.1f} h"
+    days = hours / 24
+    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.1f} years"
+
+
+def render_advice(advice: Advice, console: Console) -> None:
+    """The answer for one workload: scenario, this machine, the ladder, what-ifs, the trace."""
+    s, me = advice.scenario, advice.this_machine
+    verdict = Text.assemble(
+        (f"Scenario {s.id}: {s.title}", "bold"),
+        f"  ({s.confidence} confidence)\n",
+        (s.because, "dim"),
+        "\n\n",
+        (
+            "This machine is enough." if me.sufficient else "This machine is not enough.",
+            "bold green" if me.sufficient else "bold red",
+        ),
+        "\n",
+        "\n".join(me.reasons),
+    )
+    console.print(
+        Text(f"Advice for {advice.workload.name}: {advice.workload.description}", style="bold")
+    )
+    console.print(verdict)
+    table = Table(
+        title="Time to train", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD
+    )
+    for column in ("hardware", "time (range)", "fits memory", f"≤ {me.limit_hours:g} h"):
+        table.add_column(column, overflow="fold")
+    priced = advice.currency is not None
+    if priced:
+        table.add_column(f"cost ({advice.currency})", overflow="fold")
+    for e in advice.estimates:
+        span = (
+            f"{human_duration(e.seconds)} ({human_duration(e.low_seconds)}–"
+            f"{human_duration(e.high_seconds)})"
+            if e.seconds is not None
+            else "—"
+        )
+        fits = {True: "yes", False: "no", None: "?"}[e.fits_memory]
+        meets = Text("yes", style="green") if e.meets_scenario else Text("no", style="red")
+        row: list[RenderableType] = [Text(e.hardware), Text(span), Text(fits), meets]
+        if priced:
+            parts = []
+            if e.run_cost is not None:
+                parts.append(f"rent {e.run_cost:,.0f}")
+            if e.purchase_cost is not None:
+                parts.append(f"buy {e.purchase_cost:,.0f}")
+            if e.break_even_hours is not None:
+                parts.append(f"buying pays off after {e.break_even_hours:,.0f} h")
+            row.append(Text(", ".join(parts) or "—"))
+        table.add_row(*row)
+    console.print(table)
+    for line in advice.what_ifs:
+        console.print(Text(f"• {line}"))
+    trace = Table(title="Rule trace", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+    for column in ("rule", "scenario", "matched", "evidence"):
+        trace.add_column(column, overflow="fold")
+    for t in advice.trace:
+        evidence = ", ".join(f"{k}={v}" for k, v in t.evidence.items())
+        trace.add_row(
+            Text(t.rule), str(t.scenario), "yes" if t.matched else "no", Text(evidence, style="dim")
+        )
+    console.print(trace)
+
+
 def render_summary(profile: Profile, console: Console) -> None:
     """Print the human summary of ``profile``."""
     console.print(_system_table(profile))
@@ -354,6 +431,8 @@ def render_summary(profile: Profile, console: Console) -> None:
     if bench is not None:
         console.print(bench)
     console.print(_findings(profile.findings))
+    if profile.advice is not None:
+        render_advice(profile.advice, console)
     diag = _diagnostics(profile)
     if diag is not None:
         console.print(diag)

@@ -1,0 +1,823 @@
+"""The advice engine: from a profile and a workload to a scenario, estimates and a rule trace.
+
+The rules, thresholds and the hardware ladder are data (``catalog/rules.toml``, or an
+organization's own file). The engine computes a fixed set of metrics for the workload (hours on
+each ladder rung, memory, fits), tries the rules in order and keeps the trace of what it looked at.
+Nothing here imports torch or touches hardware: it works on saved and imported profiles.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import operator
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hwadvisor.catalog.peaks import (
+    GpuPeak,
+    cpu_peak_details,
+    cpu_peak_gflops,
+    find_gpu_peak,
+    load_catalog,
+)
+from hwadvisor.errors import InputError, UsageError
+from hwadvisor.model.advice import (
+    Advice,
+    HardwareEstimate,
+    ScenarioInfo,
+    ThisMachine,
+    TraceEntry,
+    WorkloadSummary,
+)
+from hwadvisor.model.bench import BenchStatus, Measurement
+from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.workloads import (
+    Estimate,
+    Workload,
+    WorkloadError,
+    default_efficiency,
+    estimate,
+    estimate_cpu_work,
+    hardware_rate,
+    total_training_flops,
+    training_memory_bytes,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 needs the tomli backport (same API)
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+GB = 1e9
+#: Large matmuls reach about this fraction of a GPU's dense peak; a measured matmul below it
+#: means the card under-delivers (power cap, thermal, slow link) and the estimate is derated.
+TYPICAL_MATMUL_EFFICIENCY = 0.8
+ROLES = ("cpu", "mid_gpu", "single_gpu", "workstation", "node")
+_METRICS = (
+    "cpu_hours",
+    "mid_gpu_hours",
+    "single_gpu_hours",
+    "workstation_hours",
+    "node_hours",
+    "memory_gb",
+    "parameters_billion",
+)
+_KINDS = ("conv", "transformer", "classical")
+
+
+# --------------------------------------------------------------------------------------------
+# Rules file
+
+
+@dataclass(frozen=True)
+class Candidate:
+    role: str
+    title: str
+    gpu: str | None = None
+    gpus: int = 0
+    cores: int | None = None
+    clock_mhz: float | None = None
+    flops_per_cycle: int | None = None
+    memory_gb: float | None = None
+    device_class: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    scenario: int
+    when: dict[str, Any]
+    because: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    scenarios: dict[int, tuple[str, float]]
+    """Scenario id → (title, max hours of one run)."""
+    candidates: tuple[Candidate, ...]
+    rules: tuple[Rule, ...]
+    multi_gpu_scaling: float = 0.9
+    usable_memory_fraction: float = 0.9
+    shard_states: bool = True
+    source: str = "built-in"
+
+    def candidate(self, role: str) -> Candidate | None:
+        return next((c for c in self.candidates if c.role == role), None)
+
+
+class RulesError(InputError):
+    """The rules file is unreadable or wrong: the message names the file, the rule and the key."""
+
+
+def load_rules(path: Path | None = None) -> Rules:
+    """The built-in rules, or an organization's file."""
+    if path is None:
+        text = resources.files("hwadvisor.catalog").joinpath("rules.toml").read_text("utf-8")
+        origin = "built-in rules"
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RulesError(f"cannot read rules file {path}: {exc}") from exc
+        origin = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesError(f"{origin}: not valid TOML: {exc}") from exc
+    return _parse_rules(data, origin)
+
+
+def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in table:
+        raise RulesError(f"{where}: missing key {key!r}")
+    value = table[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise RulesError(f"{where}: {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _parse_rules(data: dict[str, Any], origin: str) -> Rules:
+    unknown_top = set(data) - {"scenarios", "settings", "candidate", "rule"}
+    if unknown_top:
+        raise RulesError(f"{origin}: unknown section {sorted(unknown_top)[0]!r}")
+    scenarios: dict[int, tuple[str, float]] = {}
+    for key, value in _need(data, "scenarios", dict, origin).items():
+        where = f"{origin}: [scenarios] {key}"
+        if not str(key).isdigit() or int(key) not in (1, 2, 3, 4):
+            raise RulesError(f"{where}: scenario ids are 1 to 4")
+        if not isinstance(value, dict):
+            raise RulesError(f"{where}: expected {{ title = ..., max_hours = ... }}")
+        hours = _need(value, "max_hours", (int, float), where)
+        if hours <= 0:
+            raise RulesError(f"{where}: max_hours must be positive")
+        scenarios[int(key)] = (str(_need(value, "title", str, where)), float(hours))
+    if sorted(scenarios) != [1, 2, 3, 4]:
+        raise RulesError(f"{origin}: [scenarios] must define 1, 2, 3 and 4")
+
+    settings = data.get("settings", {})
+    scaling = float(settings.get("multi_gpu_scaling", 0.9))
+    usable = float(settings.get("usable_memory_fraction", 0.9))
+    for name, value in (("multi_gpu_scaling", scaling), ("usable_memory_fraction", usable)):
+        if not 0 < value <= 1:
+            raise RulesError(f"{origin}: [settings] {name} must be in (0, 1], got {value}")
+
+    candidates = tuple(
+        _parse_candidate(c, i, origin) for i, c in enumerate(data.get("candidate", []), 1)
+    )
+    roles = [c.role for c in candidates]
+    for role in ("cpu", "single_gpu", "workstation", "node"):
+        if role not in roles:
+            raise RulesError(f"{origin}: no [[candidate]] with role = {role!r}")
+    rules = tuple(_parse_rule(r, i, origin) for i, r in enumerate(data.get("rule", []), 1))
+    if not rules:
+        raise RulesError(f"{origin}: no [[rule]]")
+    return Rules(
+        scenarios=scenarios,
+        candidates=candidates,
+        rules=rules,
+        multi_gpu_scaling=scaling,
+        usable_memory_fraction=usable,
+        shard_states=bool(settings.get("shard_states_across_gpus", True)),
+        source=origin,
+    )
+
+
+def _parse_candidate(row: Any, index: int, origin: str) -> Candidate:
+    where = f"{origin}: [[candidate]] {index}"
+    if not isinstance(row, dict):
+        raise RulesError(f"{where}: expected a table")
+    known = {
+        "role",
+        "title",
+        "gpu",
+        "gpus",
+        "cores",
+        "clock_mhz",
+        "flops_per_cycle",
+        "memory_gb",
+        "class",
+    }
+    extra = set(row) - known
+    if extra:
+        raise RulesError(f"{where}: unknown key {sorted(extra)[0]!r}")
+    role = _need(row, "role", str, where)
+    if role not in ROLES:
+        raise RulesError(f"{where}: role must be one of {', '.join(ROLES)}, not {role!r}")
+    title = _need(row, "title", str, where)
+    if role == "cpu":
+        return Candidate(
+            role=role,
+            title=title,
+            cores=int(_need(row, "cores", int, where)),
+            clock_mhz=float(_need(row, "clock_mhz", (int, float), where)),
+            flops_per_cycle=int(_need(row, "flops_per_cycle", int, where)),
+            memory_gb=float(row.get("memory_gb", 64)),
+            device_class="cpu",
+        )
+    gpu = _need(row, "gpu", str, where)
+    peak = find_gpu_peak(gpu)
+    if peak is None:
+        raise RulesError(f"{where}: GPU {gpu!r} is not in the GPU catalog{_suggest(gpu)}")
+    gpus = int(row.get("gpus", 1))
+    if gpus < 1:
+        raise RulesError(f"{where}: gpus must be at least 1")
+    device_class = str(
+        row.get(
+            "class",
+            "datacenter-gpu"
+            if peak.vendor == "nvidia" and _is_datacenter(peak)
+            else "consumer-gpu",
+        )
+    )
+    return Candidate(role=role, title=title, gpu=gpu, gpus=gpus, device_class=device_class)
+
+
+def _is_datacenter(peak: GpuPeak) -> bool:
+    return any(
+        peak.name.startswith(p) for p in ("A1", "A3", "A4", "H", "B", "G", "L", "V", "T4", "MI")
+    )
+
+
+def _parse_rule(row: Any, index: int, origin: str) -> Rule:
+    if not isinstance(row, dict):
+        raise RulesError(f"{origin}: [[rule]] {index}: expected a table")
+    rule_id = row.get("id", f"#{index}")
+    where = f"{origin}: rule {rule_id!r} ([[rule]] {index})"
+    extra = set(row) - {"id", "scenario", "when", "because"}
+    if extra:
+        raise RulesError(f"{where}: unknown key {sorted(extra)[0]!r}")
+    _need(row, "id", str, where)
+    scenario = _need(row, "scenario", int, where)
+    if scenario not in (1, 2, 3, 4):
+        raise RulesError(f"{where}: scenario must be 1 to 4, not {scenario}")
+    when = _need(row, "when", dict, where)
+    for key, value in when.items():
+        _check_condition(key, value, where)
+    return Rule(id=rule_id, scenario=scenario, when=dict(when), because=str(row.get("because", "")))
+
+
+def _check_condition(key: str, value: Any, where: str) -> None:
+    if key == "workload_kind":
+        kinds = value if isinstance(value, list) else [value]
+        bad = [k for k in kinds if k not in _KINDS]
+        if bad:
+            raise RulesError(f"{where}: workload_kind {bad[0]!r} is not one of {', '.join(_KINDS)}")
+        return
+    if key.endswith("_fits"):
+        if key[: -len("_fits")] not in ROLES:
+            raise RulesError(f"{where}: unknown condition {key!r} (roles: {', '.join(ROLES)})")
+        if not isinstance(value, bool):
+            raise RulesError(f"{where}: {key} must be true or false")
+        return
+    for suffix in ("_at_most", "_at_least"):
+        if key.endswith(suffix) and key[: -len(suffix)] in _METRICS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise RulesError(f"{where}: {key} must be a number")
+            return
+    close = difflib.get_close_matches(
+        key,
+        [f"{m}{s}" for m in _METRICS for s in ("_at_most", "_at_least")]
+        + [f"{r}_fits" for r in ROLES]
+        + ["workload_kind"],
+        n=1,
+    )
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise RulesError(f"{where}: unknown condition {key!r}{hint}")
+
+
+def _suggest(name: str) -> str:
+    names = [p.name for p in load_catalog()]
+    close = difflib.get_close_matches(name, names, n=4, cutoff=0.4)
+    return f"; close matches: {', '.join(close)}" if close else ""
+
+
+def resolve_gpu(name: str) -> GpuPeak:
+    """A GPU of the catalog by name, or a usage error listing close matches."""
+    peak = find_gpu_peak(name)
+    if peak is None:
+        raise UsageError(
+            f"unknown GPU {name!r}{_suggest(name) or ''}; the GPU catalog lists the known ones"
+        )
+    return peak
+
+
+# --------------------------------------------------------------------------------------------
+# Prices
+
+
+@dataclass(frozen=True)
+class Prices:
+    currency: str
+    date: str
+    by_title: dict[str, tuple[float | None, float | None]]
+    """Hardware title or role → (purchase price, hourly rental price)."""
+    source: str
+
+
+def load_prices(path: Path) -> Prices:
+    """A user's price file (see the README's example)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read prices file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    entries: dict[str, tuple[float | None, float | None]] = {}
+    for index, row in enumerate(data.get("price", []), 1):
+        where = f"{path}: [[price]] {index}"
+        if not isinstance(row, dict) or "hardware" not in row:
+            raise InputError(f'{where}: needs hardware = "<title or role>"')
+        values = []
+        for key in ("purchase", "hourly"):
+            value = row.get(key)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or value < 0
+                or not math.isfinite(value)
+            ):
+                raise InputError(f"{where}: {key} must be a non-negative number")
+            values.append(None if value is None else float(value))
+        entries[str(row["hardware"])] = (values[0], values[1])
+    if not entries:
+        raise InputError(f"{path}: no [[price]] entries")
+    return Prices(
+        currency=str(data.get("currency", "USD")),
+        date=str(data.get("date", "")),
+        by_title=entries,
+        source=str(path),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Rates
+
+
+@dataclass
+class Rate:
+    """How fast a piece of hardware trains this workload, and what the figure rests on."""
+
+    hardware: str
+    origin: str
+    gpus: int
+    estimate: Estimate | None
+    memory_available: int | None
+    per_gpu_memory: int | None
+    calibrated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _ok(bench: Any, device: str, case: str, precision: str | None = None) -> Measurement | None:
+    if bench is None:
+        return None
+    return next(
+        (
+            m
+            for m in bench.measurements
+            if m.device == device
+            and m.case == case
+            and m.status == BenchStatus.OK
+            and m.best
+            and (precision is None or m.precision == precision)
+        ),
+        None,
+    )
+
+
+def _gpu_estimate(
+    w: Workload,
+    peak: GpuPeak,
+    gpus: int,
+    device_class: str,
+    rules: Rules,
+    derate: float = 1.0,
+    efficiency: float | None = None,
+) -> Estimate | None:
+    rate = hardware_rate(peak, w.precision)
+    if rate is None:
+        return None
+    eff = efficiency if efficiency is not None else default_efficiency(w, device_class)
+    scale = 1 + (gpus - 1) * rules.multi_gpu_scaling
+    return estimate(w, rate_flops=rate * scale * derate, efficiency=min(1.0, eff))
+
+
+def _fits(w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules) -> bool | None:
+    if per_gpu_bytes is None:
+        return None
+    need = training_memory_bytes(w)
+    if gpus > 1 and rules.shard_states:
+        activations = training_memory_bytes(_no_states(w))
+        need = (need - activations) // gpus + activations
+    return need <= per_gpu_bytes * rules.usable_memory_fraction
+
+
+def _no_states(w: Workload) -> Workload:
+    from dataclasses import replace
+
+    return replace(w, parameters=0, trainable_parameters=0)
+
+
+def _classical(w: Workload, cores: int) -> Estimate:
+    return estimate_cpu_work(w, cores=max(1, cores))
+
+
+def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candidate") -> Rate:
+    """The time to train on a ladder rung (catalog peaks × documented efficiencies)."""
+    if c.role == "cpu":
+        cores = c.cores or 1
+        if w.kind == "classical":
+            cpu_est = _classical(w, cores)
+        else:
+            gflops = cpu_peak_gflops(cores, c.clock_mhz, c.flops_per_cycle)
+            cpu_est = estimate(
+                w, rate_flops=(gflops or 1.0) * 1e9, efficiency=default_efficiency(w, "cpu")
+            )
+        cpu_memory = int((c.memory_gb or 0) * GB)
+        return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory)
+    peak = find_gpu_peak(c.gpu or "")
+    assert peak is not None  # checked when the rules were loaded
+    memory = int(peak.memory_gb * GB) if peak.memory_gb else None
+    if w.kind == "classical":
+        return Rate(
+            c.title, origin, c.gpus, None, memory, memory, notes=["classical ML runs on the CPU"]
+        )
+    est = _gpu_estimate(w, peak, c.gpus, c.device_class, rules)
+    return Rate(c.title, origin, c.gpus, est, memory, memory)
+
+
+def _this_cpu(w: Workload, profile: Profile) -> Rate:
+    cpu = profile.cpu
+    usable = cpu.usable_cpus.value or cpu.logical_cores.value or 1
+    memory = profile.memory.cgroup_limit_bytes.value or profile.memory.total_bytes.value
+    title = f"this machine's CPU ({cpu.model_name.value or 'unknown model'}, {usable} CPUs)"
+    if w.kind == "classical":
+        return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
+    bench = profile.benchmarks
+    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
+    matmul = _ok(bench, "cpu", "matmul", precision) or _ok(bench, "cpu", "matmul", "fp32")
+    step = _ok(bench, "cpu", "train_step")
+    if matmul is not None and matmul.best:
+        rate = matmul.best * 1e9
+        eff = default_efficiency(w, "cpu")
+        note = f"measured {matmul.precision} matmul {matmul.best:,.0f} GFLOP/s"
+        if w.kind == "conv" and step is not None and step.params.get("train_gflops_per_s"):
+            # The training-step benchmark calibrates real conv training on this CPU.
+            achieved = float(step.params["train_gflops_per_s"]) * 1e9
+            eff = min(1.0, achieved / rate)
+            note += f"; the small-CNN training step reached {eff:.0%} of it"
+        return Rate(
+            title,
+            "this-machine",
+            0,
+            estimate(w, rate_flops=rate, efficiency=eff),
+            memory,
+            memory,
+            calibrated=True,
+            notes=[note],
+        )
+    details = cpu_peak_details(cpu)
+    if details.gflops is None:
+        return Rate(
+            title,
+            "this-machine",
+            0,
+            None,
+            memory,
+            memory,
+            notes=["CPU peak unknown and no measurement"],
+        )
+    est = estimate(w, rate_flops=details.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+    return Rate(
+        title,
+        "this-machine",
+        0,
+        est,
+        memory,
+        memory,
+        notes=["no benchmarks in the profile: CPU peak formula × default efficiency"],
+    )
+
+
+def _device_class(peak: GpuPeak) -> str:
+    return "datacenter-gpu" if _is_datacenter(peak) else "consumer-gpu"
+
+
+def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
+    gpus = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
+    if not gpus or w.kind == "classical":
+        return None
+    first: GpuInfo = gpus[0]
+    name = first.name.value or "unknown GPU"
+    peak = find_gpu_peak(name, first.vram_total_bytes.value)
+    memory = first.vram_total_bytes.value
+    count = sum(1 for g in gpus if g.name.value == first.name.value)
+    title = f"this machine's GPU{'s' if count > 1 else ''} ({count}× {name})"
+    if peak is None:
+        return Rate(
+            title,
+            "this-machine",
+            count,
+            None,
+            memory,
+            memory,
+            notes=[f"{name!r} is not in the GPU catalog: no estimate"],
+        )
+    notes: list[str] = []
+    derate = 1.0
+    calibrated = False
+    precision = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(w.precision, "fp32")
+    matmul = _ok(profile.benchmarks, "cuda:0", "matmul", precision)
+    if matmul is not None and matmul.efficiency:
+        derate = min(1.0, matmul.efficiency / TYPICAL_MATMUL_EFFICIENCY)
+        calibrated = True
+        notes.append(
+            f"measured {precision} matmul at {matmul.efficiency:.0%} of peak"
+            + (f": estimate derated to {derate:.0%}" if derate < 1 else "")
+        )
+    elif profile.benchmarks is None:
+        notes.append("no benchmarks in the profile: catalog peak × default efficiency")
+    if not profile.frameworks.torch.cuda_available.value:
+        notes.append("PyTorch cannot use this GPU yet (see the findings)")
+    est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
+    return Rate(
+        title, "this-machine", count, est, memory, memory, calibrated=calibrated, notes=notes
+    )
+
+
+def this_machine_rates(w: Workload, profile: Profile, rules: Rules) -> list[Rate]:
+    rates = [_this_cpu(w, profile)]
+    gpu = _this_gpus(w, profile, rules)
+    if gpu is not None:
+        rates.append(gpu)
+    return rates
+
+
+# --------------------------------------------------------------------------------------------
+# The engine
+
+
+def _hours(rate: Rate | None) -> float | None:
+    return None if rate is None or rate.estimate is None else rate.estimate.seconds / 3600
+
+
+def _metrics(w: Workload, ladder: dict[str, Rate], rules: Rules) -> dict[str, Any]:
+    metrics: dict[str, Any] = {
+        "workload_kind": w.kind,
+        "memory_gb": round(training_memory_bytes(w) / GB, 2),
+        "parameters_billion": round(w.parameters / 1e9, 4),
+    }
+    for role, rate in ladder.items():
+        hours = _hours(rate)
+        metrics[f"{role}_hours"] = None if hours is None else round(hours, 3)
+        metrics[f"{role}_fits"] = _fits(w, rate.per_gpu_memory, rate.gpus, rules)
+    return metrics
+
+
+def _holds(key: str, want: Any, metrics: dict[str, Any]) -> bool:
+    if key == "workload_kind":
+        return bool(metrics["workload_kind"] in (want if isinstance(want, list) else [want]))
+    if key.endswith("_fits"):
+        return bool(metrics.get(key)) is bool(want)
+    for suffix, compare in (("_at_most", operator.le), ("_at_least", operator.ge)):
+        if key.endswith(suffix):
+            value = metrics.get(key[: -len(suffix)])
+            return value is not None and bool(compare(value, want))
+    return False
+
+
+def decide(
+    w: Workload, ladder: dict[str, Rate], rules: Rules
+) -> tuple[Rule, list[TraceEntry], dict[str, Any]]:
+    """Try the rules in order; the first whose conditions all hold decides."""
+    metrics = _metrics(w, ladder, rules)
+    trace: list[TraceEntry] = []
+    for rule in rules.rules:
+        evidence: dict[str, str | float | bool | None] = {}
+        for key in rule.when:
+            metric = key
+            for suffix in ("_at_most", "_at_least"):
+                metric = metric.removesuffix(suffix)
+            evidence[key] = rule.when[key]
+            evidence[metric] = metrics.get(metric)
+        matched = all(_holds(k, v, metrics) for k, v in rule.when.items())
+        trace.append(
+            TraceEntry(
+                rule=rule.id,
+                scenario=rule.scenario,
+                matched=matched,
+                evidence=evidence,
+                because=rule.because,
+            )
+        )
+        if matched:
+            return rule, trace, metrics
+    raise RulesError(f"{rules.source}: no rule matched; end the rules with one whose when = {{}}")
+
+
+def _robust(rule: Rule, w: Workload, ladder: dict[str, Rate], rules: Rules) -> str:
+    """high when the estimate's whole band leads to the same decision, medium otherwise."""
+
+    def with_band(pick: str) -> dict[str, Rate]:
+        out = {}
+        for role, rate in ladder.items():
+            est = rate.estimate
+            if est is None:
+                out[role] = rate
+                continue
+            seconds = est.low_seconds if pick == "low" else est.high_seconds
+            out[role] = Rate(
+                rate.hardware,
+                rate.origin,
+                rate.gpus,
+                Estimate(seconds, seconds, seconds, est.basis),
+                rate.memory_available,
+                rate.per_gpu_memory,
+            )
+        return out
+
+    same = all(decide(w, with_band(pick), rules)[0].id == rule.id for pick in ("low", "high"))
+    return "high" if same else "medium"
+
+
+def _estimate_row(
+    rate: Rate,
+    w: Workload,
+    rules: Rules,
+    limit_hours: float,
+    prices: Prices | None,
+    role: str | None = None,
+) -> HardwareEstimate:
+    est = rate.estimate
+    fits = _fits(w, rate.per_gpu_memory, rate.gpus, rules)
+    row = HardwareEstimate(
+        hardware=rate.hardware,
+        origin=rate.origin,
+        gpus=rate.gpus,
+        seconds=est.seconds if est else None,
+        low_seconds=est.low_seconds if est else None,
+        high_seconds=est.high_seconds if est else None,
+        fits_memory=fits,
+        memory_needed_bytes=training_memory_bytes(w),
+        memory_available_bytes=rate.memory_available,
+        meets_scenario=(
+            est is not None and fits is not False and est.seconds <= limit_hours * 3600
+        ),
+        calibrated=rate.calibrated,
+        basis="; ".join(([est.basis] if est else []) + rate.notes),
+    )
+    if prices is not None:
+        purchase, hourly = prices.by_title.get(
+            rate.hardware, prices.by_title.get(role or "", (None, None))
+        )
+        row.purchase_cost, row.hourly_cost = purchase, hourly
+        if hourly is not None and est is not None:
+            row.run_cost = round(hourly * est.seconds / 3600, 2)
+        if purchase is not None and hourly:
+            row.break_even_hours = round(purchase / hourly, 1)
+    return row
+
+
+def advise(
+    profile: Profile,
+    w: Workload,
+    *,
+    rules: Rules | None = None,
+    prices: Prices | None = None,
+    assume: list[tuple[GpuPeak, int]] | None = None,
+) -> Advice:
+    """The advice for training ``w``, given what ``profile`` says about this machine."""
+    rules = rules or load_rules()
+    try:
+        total = None if w.kind == "classical" else total_training_flops(w)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from exc
+    ladder = {c.role: candidate_rate(w, c, rules) for c in rules.candidates}
+    rule, trace, metrics = decide(w, ladder, rules)
+    title, limit_hours = rules.scenarios[rule.scenario]
+    confidence = _robust(rule, w, ladder, rules)
+
+    mine = this_machine_rates(w, profile, rules)
+    rows = [_estimate_row(r, w, rules, limit_hours, prices) for r in mine]
+    for c in rules.candidates:
+        rows.append(_estimate_row(ladder[c.role], w, rules, limit_hours, prices, c.role))
+    for peak, count in assume or []:
+        c = Candidate(
+            role="assumed",
+            title=f"{count}× {peak.name}" if count > 1 else peak.name,
+            gpu=peak.name,
+            gpus=count,
+            device_class=_device_class(peak),
+        )
+        rows.append(
+            _estimate_row(
+                candidate_rate(w, c, rules, origin="assumed"), w, rules, limit_hours, prices
+            )
+        )
+
+    usable = [r for r in rows[: len(mine)] if r.seconds is not None]
+    best = min(usable, key=lambda r: (not r.meets_scenario, r.seconds or math.inf), default=None)
+    reasons: list[str] = []
+    if best is None:
+        sufficient = False
+        reasons.append("no estimate for this machine (unknown hardware and no measurements)")
+        this = ThisMachine(
+            sufficient=False, hardware="this machine", limit_hours=limit_hours, reasons=reasons
+        )
+    else:
+        sufficient = bool(best.meets_scenario)
+        hours = (best.seconds or 0) / 3600
+        reasons.append(
+            f"{best.hardware}: about {_fmt_hours(hours)} "
+            f"(limit {_fmt_hours(limit_hours)} for scenario {rule.scenario})"
+        )
+        if best.fits_memory is False:
+            reasons.append(
+                f"needs {metrics['memory_gb']:.1f} GB for training; "
+                f"{(best.memory_available_bytes or 0) / GB:.1f} GB available"
+            )
+        reasons.extend(n for r in mine if r.hardware == best.hardware for n in r.notes)
+        this = ThisMachine(
+            sufficient=sufficient,
+            hardware=best.hardware,
+            seconds=best.seconds,
+            low_seconds=best.low_seconds,
+            high_seconds=best.high_seconds,
+            limit_hours=limit_hours,
+            fits_memory=best.fits_memory,
+            reasons=reasons,
+        )
+
+    return Advice(
+        workload=WorkloadSummary(
+            name=w.name,
+            description=w.description,
+            kind=w.kind,
+            precision=w.precision,
+            total_flops=total,
+            memory_bytes=training_memory_bytes(w),
+            source=w.source,
+            notes=w.notes,
+        ),
+        scenario=ScenarioInfo(
+            id=rule.scenario, title=title, confidence=confidence, rule=rule.id, because=rule.because
+        ),
+        this_machine=this,
+        estimates=rows,
+        trace=trace,
+        what_ifs=_what_ifs(w, rules, ladder, metrics, rule),
+        assumptions=_assumptions(rules),
+        rules_source=rules.source,
+        prices_source=prices.source if prices else None,
+        currency=prices.currency if prices else None,
+    )
+
+
+def _fmt_hours(hours: float) -> str:
+    if hours < 1:
+        return f"{hours * 60:.0f} minutes"
+    if hours < 48:
+        return f"{hours:.1f} hours"
+    days = hours / 24
+    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.0f} years"
+
+
+def _what_ifs(
+    w: Workload, rules: Rules, ladder: dict[str, Rate], metrics: dict[str, Any], rule: Rule
+) -> list[str]:
+    """Which change of hardware would change the answer."""
+    out = []
+    for role in ("single_gpu", "workstation", "node"):
+        rate = ladder.get(role)
+        if rate is None or metrics.get(f"{role}_fits") is not False:
+            continue
+        out.append(
+            f"{rate.hardware} cannot hold it ({metrics['memory_gb']:.1f} GB of training "
+            "memory): more memory per GPU, or sharding across more GPUs, is needed"
+        )
+    if rule.scenario > 1 and w.kind != "classical":
+        cpu_hours = metrics.get("cpu_hours")
+        if cpu_hours is not None:
+            out.append(f"on a desktop CPU it would take about {_fmt_hours(cpu_hours)}")
+    if rule.scenario >= 3:
+        hours = metrics.get("single_gpu_hours")
+        if hours is not None:
+            fits = "fits" if metrics.get("single_gpu_fits") else "does not fit"
+            out.append(f"on one 24 GB GPU: about {_fmt_hours(hours)}, and it {fits} in memory")
+    return out
+
+
+def _assumptions(rules: Rules) -> list[str]:
+    return [
+        "training FLOPs: 6·N·D for transformers, 3× forward for conv nets (2 FLOPs per "
+        "multiply-add); classical ML in core-seconds",
+        "time ≈ FLOPs / (peak × efficiency); efficiencies are measured on this machine where "
+        "its benchmarks allow, documented defaults otherwise; the band is ×0.6–×1.6",
+        f"memory: weights + gradients + Adam states (16–18 bytes/parameter) + one batch of "
+        f"activations; {rules.usable_memory_fraction:.0%} of device memory usable"
+        + ("; states sharded across GPUs" if rules.shard_states else ""),
+        f"several GPUs: each adds {rules.multi_gpu_scaling:.0%} of one GPU's throughput",
+    ]
