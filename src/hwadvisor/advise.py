@@ -734,6 +734,8 @@ def advise(
             f"{best.hardware}: about {_fmt_hours(hours)} "
             f"(limit {_fmt_hours(limit_hours)} for scenario {rule.scenario})"
         )
+        if best.fits_memory is None:
+            reasons.append("its memory is unknown (not in this profile): the time alone decides")
         if best.fits_memory is False:
             reasons.append(
                 f"needs {metrics['memory_gb']:.1f} GB for training; "

@@ -376,7 +376,7 @@ def advise(
             "parameters": int(params),
             "flops_per_sample": flops_per_sample,
             "samples": samples,
-            "tokens": int(tokens) if tokens else None,
+            "tokens": int(tokens) if tokens is not None else None,
             "epochs": epochs,
             "batch_size": batch_size,
             "precision": precision,

@@ -1,0 +1,523 @@
+"""The advice engine: scenarios of the presets, imported GPU profiles, monotonicity, bad inputs."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from hwadvisor.advise import (
+    RulesError,
+    advise,
+    load_prices,
+    load_rules,
+    resolve_gpu,
+)
+from hwadvisor.errors import InputError, UsageError
+from hwadvisor.importers.detect import import_file
+from hwadvisor.model.advice import Advice
+from hwadvisor.model.bench import Benchmarks, Measurement
+from hwadvisor.model.profile import Profile
+from hwadvisor.workloads import (
+    Workload,
+    WorkloadError,
+    custom_workload,
+    get_workload,
+    load_workloads,
+    with_epochs,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
+A100_XML = FIXTURES / "nvidia-smi" / "telegraf-a100-sxm4-80gb-mig.xml"
+A100_ENV = FIXTURES / "import" / "collect_env-linux-cuda-4x-a100-sxm4-80gb.txt"
+RTX3080_XML = FIXTURES / "nvidia-smi" / "telegraf-geforce-rtx-3080.xml"
+
+EXPECTED = {
+    "tabular": 1,
+    "small-cnn": 1,
+    "resnet50-imagenet": 2,
+    "bert-base-finetune": 2,
+    "llm-7b-lora": 3,
+    "llm-7b-pretrain": 4,
+}
+
+_CACHE: dict[Path, Profile] = {}
+
+
+def _profile(path: Path) -> Profile:
+    if path not in _CACHE:
+        _CACHE[path] = import_file(path)
+    return _CACHE[path].model_copy(deep=True)
+
+
+def _check_advice(advice: Advice) -> None:
+    assert advice.trace, "the trace is never empty"
+    matched = [t for t in advice.trace if t.matched]
+    assert len(matched) == 1
+    assert advice.trace[-1].matched
+    assert advice.trace[-1].rule == advice.scenario.rule
+    assert advice.trace[-1].scenario == advice.scenario.id
+
+
+# --------------------------------------------------------------------------------------------
+# Presets on the v1 CPU-only profile
+
+
+def test_expected_covers_every_preset() -> None:
+    assert sorted(w.name for w in load_workloads()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize(("name", "scenario"), sorted(EXPECTED.items()))
+def test_preset_scenario_on_cpu_profile(name: str, scenario: int) -> None:
+    w = get_workload(name)
+    advice = advise(_profile(V1), w)
+    assert advice.scenario.id == scenario
+    assert advice.scenario.confidence in ("high", "medium", "low")
+    _check_advice(advice)
+    assert advice.estimates
+    for row in advice.estimates:
+        assert row.hardware
+        if w.kind != "classical":
+            assert row.seconds is not None
+            assert row.low_seconds is not None and row.high_seconds is not None
+            assert row.low_seconds <= row.seconds <= row.high_seconds
+    # The CPU row of this machine always comes first and always has an estimate here.
+    first = advice.estimates[0]
+    assert first.origin == "this-machine"
+    assert first.seconds is not None
+
+
+def test_cpu_profile_is_enough_only_for_small_work() -> None:
+    assert advise(_profile(V1), get_workload("tabular")).this_machine.sufficient
+    assert advise(_profile(V1), get_workload("small-cnn")).this_machine.sufficient
+    assert not advise(_profile(V1), get_workload("resnet50-imagenet")).this_machine.sufficient
+
+
+def test_no_benchmarks_says_peak_fallback() -> None:
+    profile = _profile(V1)
+    assert profile.benchmarks is None
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    mine = advice.estimates[0]
+    assert "no benchmarks in the profile" in mine.basis
+    assert "peak" in mine.basis
+    assert not mine.calibrated
+    assert any("no benchmarks" in r for r in advice.this_machine.reasons)
+
+
+# --------------------------------------------------------------------------------------------
+# Imported A100 profiles
+
+
+@pytest.mark.parametrize("path", [A100_XML, A100_ENV], ids=["nvidia-smi-xml", "collect_env"])
+def test_imported_a100_uses_the_gpu(path: Path) -> None:
+    profile = _profile(path)
+    assert any("A100" in (g.name.value or "") for g in profile.gpus)
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    assert advice.scenario.id == 2
+    gpu_rows = [r for r in advice.estimates if r.origin == "this-machine" and "A100" in r.hardware]
+    assert len(gpu_rows) == 1
+    assert gpu_rows[0].seconds is not None and gpu_rows[0].gpus >= 1
+    assert "A100" in advice.this_machine.hardware
+    assert advice.this_machine.sufficient
+    assert advice.this_machine.seconds is not None
+    assert advice.this_machine.seconds <= 24 * 3600
+    assert "catalog peak" in gpu_rows[0].basis
+
+
+def test_four_a100s_beat_one() -> None:
+    one = advise(_profile(A100_XML), get_workload("resnet50-imagenet"))
+    four = advise(_profile(A100_ENV), get_workload("resnet50-imagenet"))
+    assert four.this_machine.seconds is not None and one.this_machine.seconds is not None
+    assert four.this_machine.seconds < one.this_machine.seconds
+
+
+# --------------------------------------------------------------------------------------------
+# Properties
+
+
+def _transformer(params: float, tokens: float, epochs: float) -> Workload:
+    try:
+        return custom_workload(
+            parameters=int(params), tokens=int(tokens), epochs=epochs, batch_size=8
+        )
+    except WorkloadError:
+        assume(False)
+        raise  # pragma: no cover
+
+
+def _conv(params: float, flops: float, samples: float, epochs: float) -> Workload:
+    try:
+        return custom_workload(
+            parameters=int(params),
+            flops_per_sample=flops,
+            samples=int(samples),
+            epochs=epochs,
+            precision="fp32",
+            activation_bytes_per_sample=1e6,
+        )
+    except WorkloadError:
+        assume(False)
+        raise  # pragma: no cover
+
+
+_log = st.floats(min_value=0.0, max_value=3.0)
+_params = st.floats(min_value=1e5, max_value=1e11)
+_tokens = st.floats(min_value=1e5, max_value=1e13)
+_epochs = st.floats(min_value=0.1, max_value=20.0)
+_fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_fast
+@given(_params, _tokens, _epochs, st.sampled_from(["params", "tokens", "epochs"]), _log)
+def test_bigger_transformer_never_needs_a_smaller_scenario(
+    params: float, tokens: float, epochs: float, grow: str, log_factor: float
+) -> None:
+    factor = 10**log_factor
+    small = _transformer(params, tokens, epochs)
+    big = _transformer(
+        params * (factor if grow == "params" else 1),
+        tokens * (factor if grow == "tokens" else 1),
+        epochs * (factor if grow == "epochs" else 1),
+    )
+    profile = _profile(V1)
+    a, b = advise(profile, small), advise(profile, big)
+    _check_advice(a)
+    _check_advice(b)
+    assert b.scenario.id >= a.scenario.id
+
+
+@_fast
+@given(
+    _params,
+    st.floats(min_value=1e6, max_value=1e13),
+    st.floats(min_value=1e2, max_value=1e9),
+    _epochs,
+    st.sampled_from(["params", "flops", "samples", "epochs"]),
+    _log,
+)
+def test_bigger_conv_never_needs_a_smaller_scenario(
+    params: float, flops: float, samples: float, epochs: float, grow: str, log_factor: float
+) -> None:
+    factor = 10**log_factor
+    small = _conv(params, flops, samples, epochs)
+    big = _conv(
+        params * (factor if grow == "params" else 1),
+        flops * (factor if grow == "flops" else 1),
+        samples * (factor if grow == "samples" else 1),
+        epochs * (factor if grow == "epochs" else 1),
+    )
+    profile = _profile(V1)
+    assert advise(profile, big).scenario.id >= advise(profile, small).scenario.id
+
+
+@_fast
+@given(st.sampled_from(sorted(EXPECTED)), st.floats(min_value=1.0, max_value=100.0))
+def test_more_epochs_of_a_preset_never_needs_a_smaller_scenario(name: str, factor: float) -> None:
+    w = get_workload(name)
+    assume(w.kind != "classical")
+    profile = _profile(V1)
+    bigger = with_epochs(w, w.epochs * factor)
+    assert advise(profile, bigger).scenario.id >= advise(profile, w).scenario.id
+
+
+_workloads = st.one_of(
+    st.sampled_from(sorted(EXPECTED)).map(get_workload),
+    st.builds(_transformer, _params, _tokens, _epochs),
+)
+
+
+def _not_worse(before: Advice, after: Advice) -> None:
+    if before.this_machine.sufficient:
+        assert after.this_machine.sufficient
+    if before.this_machine.seconds is not None:
+        assert after.this_machine.seconds is not None
+        assert after.this_machine.seconds <= before.this_machine.seconds * (1 + 1e-9)
+
+
+@_fast
+@given(
+    _workloads,
+    st.sampled_from([A100_XML, RTX3080_XML]),
+    st.floats(min_value=1.0, max_value=16.0),
+)
+def test_more_vram_never_hurts(w: Workload, path: Path, factor: float) -> None:
+    base = _profile(path)
+    bigger = base.model_copy(deep=True)
+    for g in bigger.gpus:
+        if g.vram_total_bytes.value:
+            g.vram_total_bytes.value = int(g.vram_total_bytes.value * factor)
+    _not_worse(advise(base, w), advise(bigger, w))
+
+
+@_fast
+@given(
+    _workloads,
+    st.sampled_from([A100_XML, RTX3080_XML, A100_ENV]),
+    st.integers(min_value=1, max_value=7),
+)
+def test_more_gpus_never_hurt(w: Workload, path: Path, extra: int) -> None:
+    base = _profile(path)
+    more = base.model_copy(deep=True)
+    more.gpus.extend(more.gpus[0].model_copy(deep=True) for _ in range(extra))
+    a, b = advise(base, w), advise(more, w)
+    _not_worse(a, b)
+    _check_advice(b)
+
+
+def _with_cpu_matmul(profile: Profile, gflops: float) -> Profile:
+    out = profile.model_copy(deep=True)
+    out.benchmarks = Benchmarks(
+        measurements=[
+            Measurement(case="matmul", device="cpu", precision="fp32", unit="GFLOP/s", best=gflops)
+        ]
+    )
+    return out
+
+
+@_fast
+@given(
+    _workloads,
+    st.floats(min_value=1.0, max_value=5000.0),
+    st.floats(min_value=1.0, max_value=100.0),
+)
+def test_faster_measured_cpu_never_hurts(w: Workload, gflops: float, factor: float) -> None:
+    base = _profile(V1)
+    slow = advise(_with_cpu_matmul(base, gflops), w)
+    fast = advise(_with_cpu_matmul(base, gflops * factor), w)
+    _not_worse(slow, fast)
+    if w.kind != "classical":
+        assert fast.estimates[0].calibrated
+        assert "measured fp32 matmul" in fast.estimates[0].basis
+
+
+@_fast
+@given(_workloads, st.sampled_from([V1, A100_XML, A100_ENV, RTX3080_XML]))
+def test_every_advice_has_one_matched_rule_last(w: Workload, path: Path) -> None:
+    _check_advice(advise(_profile(path), w))
+
+
+# --------------------------------------------------------------------------------------------
+# Rules files
+
+
+def _builtin_text() -> str:
+    return resources.files("hwadvisor.catalog").joinpath("rules.toml").read_text("utf-8")
+
+
+def _bad_rules(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "rules.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RulesError) as info:
+        load_rules(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(path) in message
+    return message
+
+
+def test_builtin_rules_load() -> None:
+    rules = load_rules()
+    assert [c.role for c in rules.candidates] == [
+        "cpu",
+        "mid_gpu",
+        "single_gpu",
+        "workstation",
+        "node",
+    ]
+    assert rules.rules[-1].when == {}
+    assert sorted(rules.scenarios) == [1, 2, 3, 4]
+
+
+def test_own_rules_file_is_the_source(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(_builtin_text(), encoding="utf-8")
+    rules = load_rules(path)
+    advice = advise(_profile(V1), get_workload("small-cnn"), rules=rules)
+    assert advice.rules_source == str(path)
+    assert advice.scenario.id == 1
+
+
+def test_rules_not_toml(tmp_path: Path) -> None:
+    message = _bad_rules(tmp_path, "[scenarios]\n1 = { title = \n")
+    assert "not valid TOML" in message
+    assert "line 2" in message
+
+
+def test_rules_unknown_section(tmp_path: Path) -> None:
+    message = _bad_rules(tmp_path, _builtin_text() + "\n[extras]\nx = 1\n")
+    assert "unknown section 'extras'" in message
+
+
+def test_rules_missing_scenario(tmp_path: Path) -> None:
+    text = _builtin_text().replace(
+        '4 = { title = "A multi-GPU cluster or cloud at scale", max_hours = 720 }\n', ""
+    )
+    assert text != _builtin_text()
+    message = _bad_rules(tmp_path, text)
+    assert "1, 2, 3 and 4" in message
+
+
+def test_rules_unknown_condition_suggests(tmp_path: Path) -> None:
+    text = _builtin_text().replace("cpu_hours_at_most = 2", "cpu_hour_at_most = 2")
+    message = _bad_rules(tmp_path, text)
+    assert "'quick-on-a-cpu'" in message
+    assert "cpu_hour_at_most" in message
+    assert "did you mean 'cpu_hours_at_most'" in message
+
+
+def test_rules_bad_role(tmp_path: Path) -> None:
+    text = _builtin_text().replace('role = "mid_gpu"', 'role = "gpu"')
+    message = _bad_rules(tmp_path, text)
+    assert "role must be one of" in message
+    assert "'gpu'" in message
+
+
+def test_rules_gpu_not_in_catalog(tmp_path: Path) -> None:
+    text = _builtin_text().replace('gpu = "RTX 4090"', 'gpu = "RTX 4909"')
+    message = _bad_rules(tmp_path, text)
+    assert "'RTX 4909' is not in the GPU catalog" in message
+    assert "close matches:" in message
+    assert "4090" in message
+
+
+def test_rules_empty_rule_list(tmp_path: Path) -> None:
+    text = _builtin_text().split("[[rule]]")[0]
+    message = _bad_rules(tmp_path, text)
+    assert "no [[rule]]" in message
+
+
+def test_rules_that_never_match_fail_at_advise_time(tmp_path: Path) -> None:
+    text = _builtin_text().rsplit("[[rule]]", 1)[0]  # drop the catch-all needs-scale
+    path = tmp_path / "rules.toml"
+    path.write_text(text, encoding="utf-8")
+    rules = load_rules(path)
+    # Small work still matches an earlier rule.
+    assert advise(_profile(V1), get_workload("small-cnn"), rules=rules).scenario.id == 1
+    with pytest.raises(RulesError) as info:
+        advise(_profile(V1), get_workload("llm-7b-pretrain"), rules=rules)
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(path) in message
+    assert "no rule matched" in message
+
+
+def test_rules_unreadable_file(tmp_path: Path) -> None:
+    path = tmp_path / "missing.toml"
+    with pytest.raises(RulesError, match="cannot read rules file"):
+        load_rules(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Prices
+
+
+def test_prices_fill_costs(tmp_path: Path) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        'currency = "EUR"\ndate = "2025-01"\n'
+        '[[price]]\nhardware = "24 GB high-end GPU (RTX 4090 class)"\n'
+        "purchase = 2000\nhourly = 0.5\n"
+        '[[price]]\nhardware = "node"\nhourly = 25\n'
+        '[[price]]\nhardware = "cpu"\npurchase = 1000\nhourly = 0.1\n',
+        encoding="utf-8",
+    )
+    prices = load_prices(path)
+    advice = advise(_profile(V1), get_workload("resnet50-imagenet"), prices=prices)
+    assert advice.currency == "EUR"
+    assert advice.prices_source == str(path)
+    rows = {r.hardware: r for r in advice.estimates}
+    gpu = rows["24 GB high-end GPU (RTX 4090 class)"]
+    assert gpu.seconds is not None
+    assert gpu.run_cost == pytest.approx(round(0.5 * gpu.seconds / 3600, 2))
+    assert gpu.break_even_hours == pytest.approx(4000.0)
+    node = rows["8× H100 SXM cloud node"]  # priced by role
+    assert node.seconds is not None
+    assert node.run_cost == pytest.approx(round(25 * node.seconds / 3600, 2))
+    assert node.break_even_hours is None
+    cpu = rows["8-core desktop CPU"]
+    assert cpu.break_even_hours == pytest.approx(10000.0)
+    assert rows["12 GB mid-range GPU (RTX 4070 class)"].run_cost is None
+
+
+@pytest.mark.parametrize(
+    "row",
+    ["hourly = -1", 'hourly = "cheap"', "purchase = -5", "purchase = true", "purchase = nan"],
+)
+def test_bad_prices(tmp_path: Path, row: str) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text(f'[[price]]\nhardware = "node"\n{row}\n', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_prices(path)
+    assert str(path) in str(info.value)
+    assert "non-negative number" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "[[price]]\nhourly = 1\n", "not = = toml"], ids=["empty", "no-hw", "toml"]
+)
+def test_prices_file_errors(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError):
+        load_prices(path)
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs and absurd workloads
+
+
+def test_resolve_gpu() -> None:
+    assert "4090" in resolve_gpu("RTX 4090").name
+
+
+def test_resolve_gpu_typo_lists_close_matches() -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_gpu("RTX 4909")
+    message = str(info.value)
+    assert "'RTX 4909'" in message
+    assert "close matches" in message
+    assert "4090" in message
+
+
+def test_assumed_gpu_row() -> None:
+    advice = advise(
+        _profile(V1),
+        get_workload("resnet50-imagenet"),
+        assume=[(resolve_gpu("H100 SXM"), 8)],
+    )
+    row = advice.estimates[-1]
+    assert row.origin == "assumed"
+    assert row.hardware.startswith("8×")
+    assert row.gpus == 8 and row.seconds is not None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"parameters": 0, "tokens": 1000},
+        {"parameters": -5, "tokens": 1000},
+        {"parameters": 1000, "tokens": 0},
+        {"parameters": 1000, "tokens": -1},
+        {"parameters": 1000, "flops_per_sample": 0.0, "samples": 10},
+        {"parameters": 1000, "flops_per_sample": -1.0, "samples": 10},
+        {"parameters": 1000, "flops_per_sample": 1e30, "samples": 10},
+        {"parameters": 1000, "flops_per_sample": 1e31, "samples": 1},
+        {"parameters": 1000, "flops_per_sample": float("inf"), "samples": 1},
+        {"parameters": 10**9, "tokens": 10**21},
+        {"parameters": 10**16, "tokens": 1000},
+        {"parameters": 1000, "tokens": 1000, "epochs": 0},
+    ],
+)
+def test_absurd_custom_workloads(kwargs: dict[str, Any]) -> None:
+    with pytest.raises((WorkloadError, UsageError)):
+        custom_workload(**kwargs)
+
+
+def test_unknown_preset_lists_close_matches() -> None:
+    with pytest.raises(WorkloadError, match="resnet50-imagenet"):
+        get_workload("resnet")

@@ -1,0 +1,172 @@
+"""`hwadvisor advise`, `import` and `workloads` through ``cli.main``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
+XML = FIXTURES / "nvidia-smi" / "telegraf-a100-sxm4-80gb-mig.xml"
+IMPORTS = sorted(
+    [p for p in (FIXTURES / "import").iterdir() if p.suffix == ".txt"]
+    + list((FIXTURES / "nvidia-smi").glob("*.xml"))
+    + [V1]
+)
+PRESETS = (
+    "tabular",
+    "small-cnn",
+    "resnet50-imagenet",
+    "bert-base-finetune",
+    "llm-7b-lora",
+    "llm-7b-pretrain",
+)
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: ignore[type-arg]
+    code = main(["advise", "--profile", str(V1), *args, "--json", "-"])
+    out = capsys.readouterr().out
+    assert code == 0
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_advise_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["advise", "--profile", str(V1), "--workload", "small-cnn"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Scenario 1" in out
+
+
+def test_advise_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--workload", "resnet50-imagenet")
+    assert doc["scenario"]["id"] == 2
+    assert doc["scenario"]["title"]
+    assert doc["scenario"]["confidence"] in ("high", "medium", "low")
+    assert doc["this_machine"]["sufficient"] is False
+    assert doc["estimates"]
+    for row in doc["estimates"]:
+        for key in ("hardware", "seconds", "low_seconds", "high_seconds", "fits_memory"):
+            assert key in row
+    assert doc["trace"]
+    assert all("rule" in t for t in doc["trace"])
+    assert doc["trace"][-1]["rule"] == doc["scenario"]["rule"]
+
+
+def test_unknown_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["advise", "--profile", str(V1), "--workload", "resnet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "resnet50-imagenet" in err
+
+
+def test_no_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["advise", "--profile", str(V1)]) == 2
+    assert "--workload" in capsys.readouterr().err
+
+
+def test_unknown_assume_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["advise", "--profile", str(V1), "--workload", "small-cnn", "--assume-gpu", "RTX 4909"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "RTX 4909" in err
+    assert "close matches" in err
+
+
+def test_assume_gpu_adds_a_row(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--workload", "resnet50-imagenet", "--assume-gpu", "H100 SXM", "--gpus", "8"
+    )
+    rows = [r for r in doc["estimates"] if r["origin"] == "assumed"]
+    assert [r["hardware"] for r in rows] == ["8× H100 SXM"]
+    assert rows[0]["gpus"] == 8
+    assert rows[0]["seconds"] > 0
+
+
+def test_custom_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, "--params", "1e8", "--tokens", "1e9")
+    assert doc["workload"]["name"] == "custom"
+    assert doc["workload"]["kind"] == "transformer"
+    assert doc["workload"]["total_flops"] == pytest.approx(6 * 1e8 * 1e9)
+    assert doc["scenario"]["id"] in (1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("args", [["--params", "0", "--tokens", "1e9"], ["--params", "1e8"]])
+def test_bad_custom_workload(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    assert main(["advise", "--profile", str(V1), *args]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", IMPORTS, ids=lambda p: p.name)
+def test_advise_on_every_import_format(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    code = main(
+        ["advise", "--profile", str(path), "--workload", "bert-base-finetune", "--json", "-"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["scenario"]["id"] == 2
+    assert doc["estimates"][0]["origin"] == "this-machine"
+
+
+@pytest.mark.parametrize("content", [None, b"\x00\x01\x02\xff\xfe binary", b""])
+def test_bad_profile_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "profile.json"
+    if content is not None:
+        path.write_bytes(content)
+    code = main(["advise", "--profile", str(path), "--workload", "small-cnn"])
+    err = capsys.readouterr().err
+    assert code == 5
+    assert err.strip().count("\n") == 0
+    assert err.startswith("hwadvisor: error:")
+
+
+def test_import_writes_unique_profiles(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    assert main(["import", str(XML), "--out", str(out), "--quiet"]) == 0
+    assert main(["import", str(XML), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    names = sorted(p.name for p in out.iterdir())
+    stem = "telegraf-a100-sxm4-80gb-mig-imported"
+    assert names == [f"{stem}-2.json", f"{stem}.json"]
+    first = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
+    assert first["schema_version"] == 3
+    # The written profile is itself a valid --profile.
+    assert main(["advise", "--profile", str(out / f"{stem}.json"), "-w", "small-cnn"]) == 0
+
+
+def test_import_json_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["import", str(XML), "--json", "-"])
+    out = capsys.readouterr().out
+    assert code in (0, 3)
+    doc = json.loads(out)
+    assert doc["schema_version"] == 3
+    assert any("A100" in (g["name"]["value"] or "") for g in doc["gpus"])
+
+
+def test_workloads_lists_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["workloads"]) == 0
+    out = capsys.readouterr().out
+    for name in PRESETS:
+        assert name in out
+
+
+def test_rules_and_prices_options(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[[price]]\nhardware = "node"\nhourly = 30\n', encoding="utf-8")
+    doc = _json(capsys, "-w", "resnet50-imagenet", "--prices", str(prices))
+    node = next(r for r in doc["estimates"] if r["hardware"] == "8× H100 SXM cloud node")
+    assert node["run_cost"] is not None
+    bad = tmp_path / "rules.toml"
+    bad.write_text("[scenarios\n", encoding="utf-8")
+    code = main(["advise", "--profile", str(V1), "-w", "small-cnn", "--rules", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 5
+    assert str(bad) in err
