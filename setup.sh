@@ -60,6 +60,19 @@ else
   say "hwadvisor runs without it; to add it, install a CPU build of torch into $VENV (PyTorch's 'Get started' selector gives the command)."
 fi
 
+# PDF reports need Pango (WeasyPrint). Debian/Ubuntu as root: install it; otherwise say how.
+# Without it hwadvisor still writes JSON and HTML.
+if [ "$(uname -s)" = "Linux" ] && ! ldconfig -p 2>/dev/null | grep -q 'libpango-1.0.so'; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Pango for PDF reports (apt-get install libpango-1.0-0 libpangoft2-1.0-0)"
+    apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 >/dev/null 2>&1; } \
+      || say "could not install Pango: PDF reports will be skipped (JSON and HTML still work)"
+  else
+    say "Pango is missing: PDF reports will be skipped until you install it (Debian/Ubuntu: sudo apt-get install libpango-1.0-0 libpangoft2-1.0-0; Fedora: sudo dnf install pango)"
+  fi
+fi
+
 if [ "$DEV" = 1 ]; then
   pip_install -e ".[dev]"
 else

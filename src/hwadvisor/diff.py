@@ -1,0 +1,511 @@
+"""Comparing two profiles of a machine: what changed in its hardware and stack, how its benchmark
+figures moved, and whether the verdict for a workload changed.
+
+Volatile facts (available memory, free disk, temperatures, current clocks, utilisation, the time a
+profile was made, probe timings) are left out: they differ between any two scans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from hwadvisor.model.bench import BenchStatus, Measurement
+from hwadvisor.model.facts import Fact, StrictModel
+from hwadvisor.model.profile import GpuInfo, Profile
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+#: Benchmark ratios within this fraction of 1 are reported as "about the same" (``better`` null).
+NOISE = 0.02
+
+_TEMPLATE = "diff.html.j2"
+
+
+class FieldChange(StrictModel):
+    """One fact that differs. ``before``/``after`` are null where the thing is absent (a GPU)."""
+
+    section: str
+    field: str
+    before: str | None = None
+    after: str | None = None
+
+
+class BenchmarkRatio(StrictModel):
+    """One benchmark case measured (ok) in both profiles."""
+
+    case: str
+    device: str
+    precision: str | None = None
+    variant: str | None = None
+    unit: str = ""
+    higher_is_better: bool = True
+    before: float
+    after: float
+    ratio: float | None = None
+    """after / before; null where ``before`` is zero or the units differ."""
+    better: bool | None = None
+    """True if ``after`` is better (accounting for ``higher_is_better``); null within the noise
+    (±2 %) or where there is no ratio."""
+
+
+class ScenarioChange(StrictModel):
+    workload: str
+    before_scenario: int
+    after_scenario: int
+    before_sufficient: bool
+    after_sufficient: bool
+    changed: bool
+    """The scenario or the "this machine is enough" answer differs."""
+
+
+class ProfileDiff(StrictModel):
+    a_label: str
+    b_label: str
+    a_created: str
+    b_created: str
+    changes: list[FieldChange]
+    benchmarks: list[BenchmarkRatio]
+    only_in_a: list[str]
+    """Benchmark cases measured (ok) only in profile a."""
+    only_in_b: list[str]
+    scenario: ScenarioChange | None = None
+    summary: list[str]
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting of fact values
+
+
+def _human_bytes(n: float) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
+
+
+def _fmt(value: Any, field: str) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    if isinstance(value, (int, float)):
+        if field.endswith("_bytes"):
+            return _human_bytes(value)
+        if field.endswith("_mhz"):
+            return f"{float(value):,.0f} MHz"
+        if field.endswith("_watts"):
+            return f"{float(value):g} W"
+        if isinstance(value, float):
+            return f"{value:g}"
+    return str(value)
+
+
+def _fact_changes(section: str, fields: Iterable[tuple[str, Any, Any]]) -> list[FieldChange]:
+    """Compare (name, a, b) where a and b are facts or plain values; values only, not sources."""
+    out: list[FieldChange] = []
+    for name, before, after in fields:
+        va = before.value if isinstance(before, Fact) else before
+        vb = after.value if isinstance(after, Fact) else after
+        if isinstance(va, list) and isinstance(vb, list):
+            same = sorted(map(str, va)) == sorted(map(str, vb))
+        else:
+            same = va == vb
+        if not same:
+            out.append(
+                FieldChange(
+                    section=section, field=name, before=_fmt(va, name), after=_fmt(vb, name)
+                )
+            )
+    return out
+
+
+def _pairs(a: Any, b: Any, names: Iterable[str]) -> list[tuple[str, Any, Any]]:
+    return [(n, getattr(a, n), getattr(b, n)) for n in names]
+
+
+_CPU_FIELDS = (
+    "vendor",
+    "model_name",
+    "architecture",
+    "microarchitecture",
+    "sockets",
+    "physical_cores",
+    "logical_cores",
+    "performance_cores",
+    "efficiency_cores",
+    "affinity_cpus",
+    "cgroup_cpu_quota",
+    "usable_cpus",
+    "base_frequency_mhz",
+    "max_frequency_mhz",
+    "isa_features",
+    "l1d_cache_bytes",
+    "l2_cache_bytes",
+    "l3_cache_bytes",
+    "numa_nodes",
+    "virtualized",
+    "hypervisor",
+)
+_MEMORY_FIELDS = ("total_bytes", "swap_total_bytes", "cgroup_limit_bytes")
+_PLATFORM_FIELDS = (
+    "os",
+    "distribution",
+    "kernel",
+    "python_version",
+    "python_implementation",
+    "container",
+    "wsl",
+    "rosetta",
+)
+_NVML_FIELDS = ("driver_version", "cuda_driver_version")
+_GPU_FIELDS = (
+    "name",
+    "architecture",
+    "compute_capability",
+    "vram_total_bytes",
+    "multiprocessor_count",
+    "power_limit_watts",
+    "pcie_generation_max",
+    "pcie_width_max",
+    "ecc_enabled",
+    "mig_enabled",
+)
+_TORCH_FIELDS = (
+    "version",
+    "build",
+    "cuda_runtime_version",
+    "hip_version",
+    "cudnn_version",
+    "cuda_available",
+    "mps_available",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs
+
+
+def _bus_key(gpu: GpuInfo) -> str | None:
+    """The PCI bus id, normalised (NVML writes an 8-digit domain, torch and sysfs 4)."""
+    raw = gpu.pci_bus_id.value
+    if not raw:
+        return None
+    text = raw.strip().lower()
+    parts = text.split(":")
+    if len(parts) == 3:
+        try:
+            return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}"
+        except ValueError:
+            return text
+    return text
+
+
+def _match_gpus(
+    a: list[GpuInfo], b: list[GpuInfo]
+) -> tuple[list[tuple[GpuInfo, GpuInfo]], list[GpuInfo], list[GpuInfo]]:
+    """Pairs by PCI bus id, then by index among the rest; then removed (a) and added (b)."""
+    pairs: list[tuple[GpuInfo, GpuInfo]] = []
+    rest_a = list(a)
+    rest_b = list(b)
+    by_bus = {k: g for g in rest_b if (k := _bus_key(g)) is not None}
+    for ga in list(rest_a):
+        key = _bus_key(ga)
+        gb = by_bus.get(key) if key is not None else None
+        if gb is not None and gb in rest_b:
+            pairs.append((ga, gb))
+            rest_a.remove(ga)
+            rest_b.remove(gb)
+    for ga in list(rest_a):
+        key_a = _bus_key(ga)
+        for gb in rest_b:
+            key_b = _bus_key(gb)
+            # Two different known bus ids are two different boards, whatever their index.
+            if gb.index == ga.index and (key_a is None or key_b is None):
+                pairs.append((ga, gb))
+                rest_a.remove(ga)
+                rest_b.remove(gb)
+                break
+    return pairs, rest_a, rest_b
+
+
+def _gpu_label(g: GpuInfo) -> str:
+    return g.name.value or f"{g.vendor} GPU"
+
+
+def _gpu_changes(a: list[GpuInfo], b: list[GpuInfo]) -> list[FieldChange]:
+    pairs, removed, added = _match_gpus(a, b)
+    out: list[FieldChange] = []
+    for ga, gb in sorted(pairs, key=lambda p: p[1].index):
+        section = f"GPU {gb.index}"
+        if ga.index != gb.index:
+            out.append(
+                FieldChange(
+                    section=section, field="index", before=str(ga.index), after=str(gb.index)
+                )
+            )
+        out += _fact_changes(
+            section, [("vendor", ga.vendor, gb.vendor), ("backend", ga.backend, gb.backend)]
+        )
+        out += _fact_changes(section, _pairs(ga, gb, _GPU_FIELDS))
+    for g in sorted(removed, key=lambda g: g.index):
+        out.append(
+            FieldChange(section=f"GPU {g.index}", field="gpu", before=_gpu_label(g), after=None)
+        )
+    for g in sorted(added, key=lambda g: g.index):
+        out.append(
+            FieldChange(section=f"GPU {g.index}", field="gpu", before=None, after=_gpu_label(g))
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmarks
+
+_Key = tuple[str, str, "str | None", "str | None"]
+
+
+def bench_label(case: str, device: str, precision: str | None, variant: str | None) -> str:
+    """ "bf16 matmul on cuda:0", "h2d on cuda:0 (pinned)"."""
+    text = f"{precision} {case}" if precision else case
+    text += f" on {device}"
+    return f"{text} ({variant})" if variant else text
+
+
+def _ok_measurements(p: Profile) -> dict[_Key, Measurement]:
+    out: dict[_Key, Measurement] = {}
+    if p.benchmarks is None:
+        return out
+    for m in p.benchmarks.measurements:
+        if m.status == BenchStatus.OK and m.best is not None:
+            out.setdefault((m.case, m.device, m.precision, m.variant), m)
+    return out
+
+
+def _ratio(ma: Measurement, mb: Measurement) -> BenchmarkRatio:
+    assert ma.best is not None and mb.best is not None
+    ratio: float | None = None
+    better: bool | None = None
+    if ma.best > 0 and ma.unit == mb.unit:
+        ratio = mb.best / ma.best
+        if abs(ratio - 1.0) > NOISE:
+            better = (ratio > 1.0) == mb.higher_is_better
+    return BenchmarkRatio(
+        case=mb.case,
+        device=mb.device,
+        precision=mb.precision,
+        variant=mb.variant,
+        unit=mb.unit,
+        higher_is_better=mb.higher_is_better,
+        before=ma.best,
+        after=mb.best,
+        ratio=ratio,
+        better=better,
+    )
+
+
+def _speed_factor(r: BenchmarkRatio) -> float | None:
+    """How many times better (>1) or worse (<1) ``after`` is, whichever way the unit goes."""
+    if r.ratio is None or r.ratio <= 0:
+        return None
+    return r.ratio if r.higher_is_better else 1.0 / r.ratio
+
+
+def _bench_sentence(r: BenchmarkRatio) -> str:
+    label = bench_label(r.case, r.device, r.precision, r.variant)
+    factor = _speed_factor(r)
+    if factor is None:
+        return f"{label}: not comparable"
+    if r.better is None:
+        return f"{label}: about the same"
+    if r.better:
+        return f"{label}: {factor:.1f}× faster"
+    return f"{label}: {1.0 / factor:.1f}× slower"
+
+
+# --------------------------------------------------------------------------------------------
+# Summary
+
+
+def _priority(c: FieldChange) -> int:
+    if c.section.startswith("GPU"):
+        return 0 if c.field in ("gpu", "name") else 2
+    if c.section == "frameworks.torch":
+        return 1
+    if c.section == "nvml":
+        return 3
+    if c.section == "cpu" and c.field == "model_name":
+        return 1
+    return 4
+
+
+def _change_sentence(c: FieldChange) -> str:
+    if c.section.startswith("GPU") and c.field == "gpu":
+        return (
+            f"{c.section} added: {c.after}"
+            if c.before is None
+            else f"{c.section} removed: {c.before}"
+        )
+    if c.section.startswith("GPU") and c.field == "name":
+        return f"{c.section} changed: {c.before} → {c.after}"
+    return f"{c.section}.{c.field}: {c.before} → {c.after}"
+
+
+def _summary(
+    a: Profile,
+    b: Profile,
+    a_label: str,
+    b_label: str,
+    changes: list[FieldChange],
+    ratios: list[BenchmarkRatio],
+    only_a: list[str],
+    only_b: list[str],
+    scenario: ScenarioChange | None,
+) -> list[str]:
+    out: list[str] = []
+    if changes:
+        out.append(
+            f"{len(changes)} hardware or software fact(s) differ between {a_label} and {b_label}."
+        )
+        ranked = sorted(changes, key=_priority)
+        out += [_change_sentence(c) for c in ranked[:2]]
+    else:
+        out.append(f"No hardware or software change between {a_label} and {b_label}.")
+
+    if a.benchmarks is None and b.benchmarks is None:
+        out.append("Neither profile has benchmarks.")
+    elif not ratios:
+        out.append("No benchmark case was measured in both profiles.")
+    else:
+        moved = [r for r in ratios if r.better is not None]
+        moved.sort(key=lambda r: -abs(_log_factor(r)))
+        if not moved:
+            out.append(f"{len(ratios)} benchmark case(s) compared; all within ±{NOISE:.0%}.")
+        else:
+            out += [_bench_sentence(r) for r in moved[:2]]
+    if only_a or only_b:
+        extra = (
+            f"{len(only_a)} benchmark case(s) only in {a_label}, {len(only_b)} only in {b_label}."
+        )
+        if len(out) < 5:
+            out.append(extra)
+
+    out.append(_scenario_sentence(a, b, a_label, b_label, scenario))
+    return out[:6]
+
+
+def _log_factor(r: BenchmarkRatio) -> float:
+    f = _speed_factor(r)
+    return math.log(f) if f else 0.0
+
+
+def _enough(flag: bool) -> str:
+    return "enough" if flag else "not enough"
+
+
+def _scenario_sentence(
+    a: Profile, b: Profile, a_label: str, b_label: str, s: ScenarioChange | None
+) -> str:
+    if s is not None:
+        if s.before_scenario == s.after_scenario:
+            head = f"Verdict for {s.workload} unchanged: scenario {s.after_scenario}"
+            if s.changed:
+                head = f"Verdict for {s.workload} changed: still scenario {s.after_scenario}"
+        else:
+            moved = f"{s.before_scenario} → {s.after_scenario}"
+            head = f"Verdict for {s.workload} changed: scenario {moved}"
+        if s.before_sufficient == s.after_sufficient:
+            tail = f"this machine still {_enough(s.after_sufficient)}"
+        else:
+            tail = f"this machine now {_enough(s.after_sufficient)}"
+        return f"{head}, {tail}."
+    if a.advice is not None and b.advice is not None:
+        return (
+            f"Advice is for different workloads ({a_label}: {a.advice.workload.name}, "
+            f"{b_label}: {b.advice.workload.name}); verdicts not compared."
+        )
+    if a.advice is not None or b.advice is not None:
+        label, adv = (a_label, a.advice) if a.advice is not None else (b_label, b.advice)
+        assert adv is not None
+        return f"Only {label} has advice (for {adv.workload.name}); verdicts not compared."
+    return "Neither profile has advice; no verdict to compare."
+
+
+# --------------------------------------------------------------------------------------------
+# The entry points
+
+
+def diff_profiles(a: Profile, b: Profile, *, a_label: str, b_label: str) -> ProfileDiff:
+    """What differs from profile ``a`` (before) to profile ``b`` (after)."""
+    changes: list[FieldChange] = []
+    changes += _fact_changes("cpu", _pairs(a.cpu, b.cpu, _CPU_FIELDS))
+    changes += _fact_changes("memory", _pairs(a.memory, b.memory, _MEMORY_FIELDS))
+    changes += _fact_changes("platform", _pairs(a.platform, b.platform, _PLATFORM_FIELDS))
+    changes += _fact_changes("nvml", [("status", a.nvml.status.value, b.nvml.status.value)])
+    changes += _fact_changes("nvml", _pairs(a.nvml, b.nvml, _NVML_FIELDS))
+    changes += _gpu_changes(a.gpus, b.gpus)
+    ta, tb = a.frameworks.torch, b.frameworks.torch
+    changes += _fact_changes("frameworks.torch", [("installed", ta.installed, tb.installed)])
+    changes += _fact_changes("frameworks.torch", _pairs(ta, tb, _TORCH_FIELDS))
+
+    ma, mb = _ok_measurements(a), _ok_measurements(b)
+    ratios = [_ratio(ma[k], mb[k]) for k in ma if k in mb]
+    only_a = [bench_label(*k) for k in ma if k not in mb]
+    only_b = [bench_label(*k) for k in mb if k not in ma]
+
+    scenario: ScenarioChange | None = None
+    if (
+        a.advice is not None
+        and b.advice is not None
+        and a.advice.workload.name == b.advice.workload.name
+    ):
+        sa, sb = a.advice, b.advice
+        scenario = ScenarioChange(
+            workload=sb.workload.name,
+            before_scenario=sa.scenario.id,
+            after_scenario=sb.scenario.id,
+            before_sufficient=sa.this_machine.sufficient,
+            after_sufficient=sb.this_machine.sufficient,
+            changed=(sa.scenario.id != sb.scenario.id)
+            or (sa.this_machine.sufficient != sb.this_machine.sufficient),
+        )
+
+    return ProfileDiff(
+        a_label=a_label,
+        b_label=b_label,
+        a_created=a.created_utc,
+        b_created=b.created_utc,
+        changes=changes,
+        benchmarks=ratios,
+        only_in_a=only_a,
+        only_in_b=only_b,
+        scenario=scenario,
+        summary=_summary(a, b, a_label, b_label, changes, ratios, only_a, only_b, scenario),
+    )
+
+
+def format_ratio(ratio: float | None) -> str:
+    """2.4 → "×2.40"; "n/a" where there is no ratio."""
+    return "n/a" if ratio is None else f"×{ratio:.2f}"
+
+
+def _autoescapes(env: Environment, name: str) -> bool:
+    setting = env.autoescape
+    return bool(setting(name)) if callable(setting) else bool(setting)
+
+
+def render_diff_html(diff: ProfileDiff, env: Environment) -> str:
+    """The diff as an HTML page (``diff.html.j2``, which extends ``base.html.j2``).
+
+    ``env`` must autoescape ``.j2`` templates: the diff carries probed strings (GPU names ...).
+    """
+    if not _autoescapes(env, _TEMPLATE):
+        raise ValueError("render_diff_html needs a jinja2 Environment with autoescape on")
+    template = env.get_template(_TEMPLATE)
+    return template.render(diff=diff, format_ratio=format_ratio, bench_label=bench_label)

@@ -1,0 +1,268 @@
+"""Redaction: a copy of a profile (or a rendered report) that can leave the building.
+
+Identifying values become ``redacted-<10 hex>``: the first ten hex digits of
+``sha256(salt + kind + value)``. The same value under the same salt always gives the same
+token, so two redacted reports from one installation can still be compared (the same GPU keeps
+the same token), while a different salt gives unrelated tokens.
+
+Replaced: the host name and machine id; every GPU serial and UUID (NVML, MIG, torch); and, in
+every string anywhere in the profile, IPv4/IPv6 addresses, MAC addresses, UUIDs (also with
+``GPU-``/``MIG-`` prefixes), the user part of home-folder paths (``/home/<user>``,
+``/Users/<user>``, ``C:\\Users\\<user>``), the user names given and host names. Kept: PCI bus ids
+(``00000000:17:00.0``), version strings (``12.4``, ``535.104.05``), model names, numbers.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import ipaddress
+import os
+import re
+import secrets as _secrets
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hwadvisor.model.profile import Profile
+
+#: Used only when no salt can be stored (read-only home): tokens are then comparable across every
+#: installation in the same situation, which is weaker; :func:`resolve_salt` says so.
+FALLBACK_SALT = "hwadvisor-redact-fallback-salt-v1"
+SALT_ENV = "HWADVISOR_REDACT_SALT"
+PREFIX = "redacted-"
+
+_HEX = "0-9A-Fa-f"
+_UUID_RE = re.compile(
+    rf"(?<![{_HEX}-])(?:MIG-)?(?:GPU-)?[{_HEX}]{{8}}-[{_HEX}]{{4}}-[{_HEX}]{{4}}-[{_HEX}]{{4}}-[{_HEX}]{{12}}(?![{_HEX}])"
+)
+# Six pairs with one consistent separator, not inside a longer hex/colon/dot run (bus ids).
+_MAC_RE = re.compile(rf"(?<![{_HEX}:.-])[{_HEX}]{{2}}([:-])[{_HEX}]{{2}}(?:\1[{_HEX}]{{2}}){{4}}(?![{_HEX}:.-])")
+# Candidates only: every match is checked with ipaddress before it is replaced.
+_IPV6_RE = re.compile(
+    rf"(?<![0-9A-Za-z:.])(?:[{_HEX}]{{0,4}}:){{2,7}}(?:[{_HEX}]{{1,4}}|\d{{1,3}}(?:\.\d{{1,3}}){{3}})?(?![0-9A-Za-z:.])"
+)
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4_RE = re.compile(rf"(?<![\d.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\d.])")
+_HOME_RE = re.compile(r"(/home/|/Users/|[A-Za-z]:(?:\\+|/)Users(?:\\+|/))([^/\\\s'\"<>:;,|]+)")
+_REDACTED_RE = re.compile(rf"^{PREFIX}[0-9a-f]{{10}}$")
+
+#: Keys whose values are enums or versions: never rewritten by the free-text passes that could
+#: misread them (an IPv4-like 4-part version such as cuDNN "8.9.2.26").
+_ENUM_KEYS = frozenset({"source", "status", "severity", "backend", "schema_version"})
+_NO_IPV4_KEY_PARTS = ("version", "kernel")
+#: Names too common to be identifying, never replaced as free text.
+_NOT_SECRET = frozenset({"", "localhost", "root", "user", "admin", "none", "unknown"})
+
+
+def token(salt: str, kind: str, value: str) -> str:
+    """The stable replacement for ``value``: ``redacted-`` + 10 hex digits of sha256."""
+    digest = hashlib.sha256((salt + kind + value).encode("utf-8", "surrogatepass")).hexdigest()
+    return PREFIX + digest[:10]
+
+
+def _is_ipv6(candidate: str) -> bool:
+    if candidate.count(":") < 2 or not any(c in "0123456789abcdefABCDEF" for c in candidate):
+        return False
+    try:
+        ipaddress.IPv6Address(candidate)
+    except ValueError:
+        return False
+    return True
+
+
+def _usable(values: Iterable[str]) -> list[str]:
+    out = {v.strip() for v in values if v and v.strip()}
+    return sorted((v for v in out if v.lower() not in _NOT_SECRET and len(v) >= 2), key=len)[::-1]
+
+
+def _literal_re(values: list[str]) -> re.Pattern[str] | None:
+    if not values:
+        return None
+    alternatives = "|".join(re.escape(v) for v in values)
+    return re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+class _Redactor:
+    def __init__(self, salt: str, literals: dict[str, list[str]]) -> None:
+        self.salt = salt
+        # Longest first so "node1.example.com" wins over "node1".
+        self.literals = [(kind, _literal_re(_usable(vals))) for kind, vals in literals.items()]
+
+    def tok(self, kind: str, value: str) -> str:
+        return token(self.salt, kind, value)
+
+    def text(self, text: str, ipv4: bool = True) -> str:
+        if not text or _REDACTED_RE.match(text):
+            return text
+        text = _UUID_RE.sub(lambda m: self.tok("uuid", m.group(0).lower()), text)
+        text = _MAC_RE.sub(lambda m: self.tok("mac", m.group(0).lower().replace("-", ":")), text)
+        text = _IPV6_RE.sub(
+            lambda m: self.tok("ip", m.group(0).lower()) if _is_ipv6(m.group(0)) else m.group(0),
+            text,
+        )
+        if ipv4:
+            text = _IPV4_RE.sub(lambda m: self.tok("ip", m.group(0)), text)
+        text = _HOME_RE.sub(lambda m: m.group(1) + self.tok("user", m.group(2)), text)
+        for kind, pattern in self.literals:
+            if pattern is not None:
+                text = pattern.sub(lambda m, k=kind: self.tok(k, m.group(0).lower()), text)
+        return text
+
+    def walk(self, node: Any, key: str = "", ipv4: bool = True) -> Any:
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            for k, v in node.items():
+                child_ipv4 = ipv4 and not any(part in k.lower() for part in _NO_IPV4_KEY_PARTS)
+                out[k] = v if k in _ENUM_KEYS else self.walk(v, k, child_ipv4)
+            return out
+        if isinstance(node, list):
+            return [self.walk(v, key, ipv4) for v in node]
+        if isinstance(node, str):
+            return self.text(node, ipv4)
+        return node
+
+
+def _current_users() -> list[str]:
+    try:
+        return [getpass.getuser()]
+    except (KeyError, OSError, ImportError):
+        return []
+
+
+def _fact_value(fact: Any) -> str | None:
+    value = getattr(fact, "value", None)
+    return value if isinstance(value, str) and value else None
+
+
+def _hostnames(name: str) -> list[str]:
+    short = name.split(".", 1)[0]
+    return [name, short] if short != name else [name]
+
+
+def _collect(profile: Profile) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"hostname": [], "machine-id": [], "serial": [], "uuid": []}
+    if name := _fact_value(profile.host.hostname):
+        found["hostname"].extend(_hostnames(name))
+    if mid := _fact_value(profile.host.machine_id):
+        found["machine-id"].append(mid)
+    for gpu in profile.gpus:
+        if serial := _fact_value(gpu.serial):
+            found["serial"].append(serial)
+        if uuid := _fact_value(gpu.uuid):
+            found["uuid"].append(uuid)
+        for mig in gpu.mig_instances:
+            if uuid := _fact_value(mig.uuid):
+                found["uuid"].append(uuid)
+    for device in profile.frameworks.torch.devices:
+        if uuid := _fact_value(device.uuid):
+            found["uuid"].append(uuid)
+    return found
+
+
+def profile_secrets(profile: Profile, users: list[str] | None = None) -> list[str]:
+    """The identifying values :func:`redact_profile` replaces: for :func:`redact_text`."""
+    values = [v for vals in _collect(profile).values() for v in vals]
+    values.extend(users if users is not None else _current_users())
+    return _usable(values)
+
+
+def _replace_fact(section: dict[str, Any], field: str, new: str) -> None:
+    fact = section.get(field)
+    if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+        fact["value"] = new
+
+
+def redact_profile(profile: Profile, salt: str, users: list[str] | None = None) -> Profile:
+    """A copy of ``profile`` with identifying values replaced by stable salted tokens.
+
+    ``users`` are the user names to hide in free text (default: the current user).
+    """
+    found = _collect(profile)
+    users = users if users is not None else _current_users()
+    literals = {
+        "hostname": found["hostname"],
+        "machine-id": found["machine-id"],
+        "serial": found["serial"],
+        "uuid": found["uuid"],
+        "user": list(users),
+    }
+    redactor = _Redactor(salt, literals)
+    data = profile.model_dump(mode="json")
+
+    # Whole-value fields first, with their own kind, so the token does not depend on the text.
+    host = data.get("host") or {}
+    for field, kind in (("hostname", "hostname"), ("machine_id", "machine-id")):
+        fact = host.get(field)
+        if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+            _replace_fact(host, field, redactor.tok(kind, fact["value"].lower()))
+    for gpu in data.get("gpus") or []:
+        for field, kind in (("serial", "serial"), ("uuid", "uuid")):
+            fact = gpu.get(field)
+            if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+                _replace_fact(gpu, field, redactor.tok(kind, fact["value"].lower()))
+        for mig in gpu.get("mig_instances") or []:
+            fact = mig.get("uuid")
+            if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+                _replace_fact(mig, "uuid", redactor.tok("uuid", fact["value"].lower()))
+    for device in ((data.get("frameworks") or {}).get("torch") or {}).get("devices") or []:
+        fact = device.get("uuid")
+        if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+            _replace_fact(device, "uuid", redactor.tok("uuid", fact["value"].lower()))
+
+    return Profile.model_validate(redactor.walk(data))
+
+
+def redact_text(text: str, secrets: list[str], salt: str) -> str:
+    """Second pass over rendered output (HTML): the same patterns plus every value in ``secrets``."""
+    return _Redactor(salt, {"secret": list(secrets)}).text(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Salt
+
+
+def _config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "hwadvisor"
+
+
+def resolve_salt() -> tuple[str, str | None]:
+    """The installation's salt and, when the fixed fallback had to be used, why.
+
+    Order: ``$HWADVISOR_REDACT_SALT``; else ``<XDG_CONFIG_HOME or ~/.config>/hwadvisor/redact-salt``
+    (created once, random, mode 0600); else :data:`FALLBACK_SALT` with a warning.
+    """
+    if env := os.environ.get(SALT_ENV):
+        return env, None
+    try:
+        folder = _config_dir()
+        path = folder / "redact-salt"
+        try:
+            existing = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            existing = ""
+        if existing:
+            return existing, None
+        folder.mkdir(parents=True, exist_ok=True)
+        salt = _secrets.token_hex(16)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process created it first: use theirs
+            existing = path.read_text(encoding="utf-8").strip()
+            if existing:
+                return existing, None
+            raise
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(salt + "\n")
+        return salt, None
+    except (OSError, RuntimeError) as exc:
+        return FALLBACK_SALT, (
+            f"redaction uses the fixed fallback salt: could not store a salt ({exc}); "
+            f"set {SALT_ENV} to a private value so tokens cannot be matched across installations"
+        )
+
+
+def default_salt() -> str:
+    """The installation's salt (see :func:`resolve_salt` for the fallback and its warning)."""
+    return resolve_salt()[0]

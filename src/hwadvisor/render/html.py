@@ -1,0 +1,289 @@
+"""The HTML report: a self-contained page (inline CSS, charts as ``data:`` images) for a person
+approving a purchase, printable to PDF.
+
+Autoescaping is on for every template and no probed string is ever marked safe; charts are
+embedded as base64 SVG images, so a device named ``<script>`` stays text. The output depends on
+the profile alone (dates come from ``created_utc``), so the same profile gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from hwadvisor.model.advice import Advice, HardwareEstimate
+from hwadvisor.model.bench import BenchStatus, Benchmarks, Measurement
+from hwadvisor.model.facts import Fact
+from hwadvisor.model.profile import Profile
+from hwadvisor.render.charts import all_charts
+from hwadvisor.render.console import format_rate, human_bytes, human_duration
+
+PAPERS = ("A4", "Letter")
+PACKAGE_TEMPLATES = "hwadvisor.templates"
+
+
+def _packaged_source(name: str) -> tuple[str, str | None, Callable[[], bool]] | None:
+    """Read a bundled template through importlib.resources (works from a wheel or a checkout)."""
+    resource = files(PACKAGE_TEMPLATES).joinpath(name)
+    if not resource.is_file():
+        return None
+    return resource.read_text(encoding="utf-8"), None, lambda: True
+
+
+def make_environment(template_dir: Path | None = None) -> Any:
+    """The Jinja2 environment: ``template_dir`` first (an organization's copy), then the bundle."""
+    import jinja2
+
+    loaders: list[jinja2.BaseLoader] = []
+    if template_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(template_dir)))
+    loaders.append(jinja2.FunctionLoader(_packaged_source))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "j2", "htm", "xml"),
+            default_for_string=True,
+            default=True,
+        ),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["duration"] = human_duration
+    env.filters["bytes"] = lambda n: "—" if n is None else human_bytes(n)
+    env.filters["rate"] = format_rate
+    env.filters["fact"] = show_fact
+    return env
+
+
+def show_fact(f: Fact[Any], fmt: Callable[[Any], str] = str) -> str:
+    """A fact as text: the value, or "unknown (reason)"."""
+    if f.value is None:
+        return f"unknown ({f.reason})" if f.reason else "unknown"
+    if isinstance(f.value, bool):
+        return "yes" if f.value else "no"
+    if isinstance(f.value, list):
+        return ", ".join(str(v) for v in f.value) or "none"
+    return fmt(f.value)
+
+
+def _label(m: Measurement) -> str:
+    return " ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x)
+
+
+def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]) -> Any:
+    """The best OK measurement of ``case`` on the CPU (or on any GPU) in the first precision found."""
+    if bench is None:
+        return None
+    for precision in precisions:
+        rows = [
+            m
+            for m in bench.measurements
+            if m.case == case
+            and m.precision == precision
+            and m.status == BenchStatus.OK
+            and m.best is not None
+            and (m.device == "cpu") == cpu
+        ]
+        if rows:
+            return max(rows, key=lambda m: m.best or 0.0)
+    return None
+
+
+def key_measurements(profile: Profile) -> list[dict[str, str]]:
+    """The 3–5 figures that justify the verdict, as label/value/detail strings."""
+    b = profile.benchmarks
+    rows: list[dict[str, str]] = []
+    cpu = _best(b, "matmul", True, ("fp32",))
+    if cpu is not None:
+        rows.append(
+            {
+                "label": "CPU matrix multiply (FP32)",
+                "value": format_rate(cpu.best, cpu.unit),
+                "detail": f"{b.threads if b else '?'} threads",
+            }
+        )
+    gpu = _best(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
+    if gpu is not None:
+        eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
+        rows.append(
+            {
+                "label": f"Best GPU matrix multiply ({gpu.precision})",
+                "value": format_rate(gpu.best, gpu.unit),
+                "detail": f"{gpu.device}{eff}",
+            }
+        )
+    if b is not None:
+        for t in b.training_speedup[:1]:
+            rows.append(
+                {
+                    "label": "Small-CNN training step, GPU vs CPU",
+                    "value": f"{t.speedup:.1f}×",
+                    "detail": (
+                        f"{t.device}: {t.gpu_samples_per_s:,.0f} vs "
+                        f"{t.cpu_samples_per_s:,.1f} samples/s"
+                    ),
+                }
+            )
+        if not b.training_speedup:
+            step = _best(b, "train_step", True, ("fp32", "amp", "bf16"))
+            if step is not None:
+                rows.append(
+                    {
+                        "label": "Small-CNN training step on the CPU",
+                        "value": format_rate(step.best, step.unit),
+                        "detail": "no GPU step to compare",
+                    }
+                )
+    here = _this_machine_estimate(profile.advice)
+    if here is not None and here.memory_needed_bytes is not None:
+        available = (
+            human_bytes(here.memory_available_bytes)
+            if here.memory_available_bytes is not None
+            else "unknown"
+        )
+        fits = {True: "fits", False: "does not fit", None: "fit unknown"}[here.fits_memory]
+        rows.append(
+            {
+                "label": "Training memory needed vs available",
+                "value": f"{human_bytes(here.memory_needed_bytes)} / {available}",
+                "detail": fits,
+            }
+        )
+    elif profile.memory.total_bytes.value is not None:
+        rows.append(
+            {
+                "label": "System memory",
+                "value": human_bytes(profile.memory.total_bytes.value),
+                "detail": "total",
+            }
+        )
+    return rows[:5]
+
+
+def _this_machine_estimate(advice: Advice | None) -> HardwareEstimate | None:
+    """The this-machine row that decides: the GPUs where there are some, else the CPU."""
+    if advice is None:
+        return None
+    mine = [e for e in advice.estimates if e.origin == "this-machine"]
+    for e in mine:
+        if e.hardware == advice.this_machine.hardware:
+            return e
+    return mine[-1] if mine else None
+
+
+def recommended(advice: Advice | None) -> HardwareEstimate | None:
+    """The first rung of the candidate ladder (cheapest first) that meets the scenario."""
+    if advice is None:
+        return None
+    for e in advice.estimates:
+        if e.origin != "this-machine" and e.meets_scenario:
+            return e
+    return None
+
+
+def _walk_facts(model: BaseModel, prefix: str) -> Iterator[tuple[str, Fact[Any]]]:
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        path = f"{prefix}.{name}" if prefix else name
+        if isinstance(value, Fact):
+            yield path, value
+        elif isinstance(value, BaseModel):
+            yield from _walk_facts(value, path)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from _walk_facts(item, f"{path}[{i}]")
+
+
+def raw_facts(profile: Profile) -> list[dict[str, str]]:
+    """Every fact of the profile (benchmarks and advice excluded: they have their own tables)."""
+    rows = []
+    for path, f in _walk_facts(profile, ""):
+        if path.startswith(("benchmarks", "advice")):
+            continue
+        rows.append(
+            {
+                "path": path,
+                "value": show_fact(f) if f.value is not None else "—",
+                "source": f.source.value if f.source is not None else "—",
+                "reason": f.reason or "",
+            }
+        )
+    return rows
+
+
+def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
+    """The measurements table: one row of strings per case, notes kept with their row."""
+    if bench is None:
+        return []
+    rows = []
+    for m in bench.measurements:
+        ok = m.status == BenchStatus.OK
+        spread = f" ±{m.spread * 100:.0f} %" if m.spread is not None else ""
+        if m.efficiency is not None:
+            eff = f"{m.efficiency:.0%} of {format_rate(m.peak, m.unit)}"
+        else:
+            eff = "—"
+        notes = [n for n in (m.message, m.efficiency_note if m.efficiency is None else None) if n]
+        if m.confidence.value == "low":
+            notes.append("low confidence")
+        rows.append(
+            {
+                "device": m.device,
+                "case": _label(m),
+                "status": m.status.value,
+                "best": format_rate(m.best, m.unit) if ok else m.status.value,
+                "median": f"{format_rate(m.median, m.unit)}{spread}" if ok else "",
+                "efficiency": eff,
+                "efficiency_pct": (
+                    f"{min(max(m.efficiency, 0.0), 1.0) * 100:.0f}"
+                    if m.efficiency is not None
+                    else ""
+                ),
+                "notes": "; ".join(notes),
+            }
+        )
+    return rows
+
+
+def render_html(
+    profile: Profile,
+    *,
+    source_sha256: str,
+    paper: str = "A4",
+    template_dir: Path | None = None,
+) -> str:
+    """The report for ``profile`` as one self-contained HTML document.
+
+    ``source_sha256`` is the digest of the profile file the report was made from (printed in the
+    appendix); ``paper`` is ``A4`` or ``Letter``; ``template_dir`` holds an organization's
+    templates or CSS, looked up before the bundled ones.
+    """
+    if paper not in PAPERS:
+        raise ValueError(f"paper must be one of {', '.join(PAPERS)}, not {paper!r}")
+    env = make_environment(template_dir)
+    advice = profile.advice
+    context = {
+        "p": profile,
+        "advice": advice,
+        "paper": paper,
+        "date": profile.created_utc[:10],
+        "created_utc": profile.created_utc,
+        "tool_version": profile.tool.version,
+        "schema_version": profile.schema_version,
+        "source_sha256": source_sha256,
+        "this_estimate": _this_machine_estimate(advice),
+        "recommended": recommended(advice),
+        "key_measurements": key_measurements(profile),
+        "measurements": measurement_rows(profile.benchmarks),
+        "charts": all_charts(profile.benchmarks, advice),
+        "facts": raw_facts(profile),
+    }
+    text: str = env.get_template("report.html.j2").render(**context)
+    return text

@@ -1,0 +1,379 @@
+"""Profile diffs: changed facts, benchmark ratios, verdicts, and their console and HTML views."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import jinja2
+import pytest
+from rich.console import Console
+
+from hwadvisor.diff import ProfileDiff, diff_profiles, render_diff_html
+from hwadvisor.model.advice import Advice, ScenarioInfo, ThisMachine, WorkloadSummary
+from hwadvisor.model.bench import Benchmarks, Measurement
+from hwadvisor.model.facts import Source, fact
+from hwadvisor.model.load import load_profile
+from hwadvisor.model.profile import GpuInfo, NvmlStatus, Profile, ToolInfo
+from hwadvisor.render.diff_console import render_diff
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = '<script>alert(1)</script> [red]x[/red] & "q"'
+
+BASE_TEMPLATE = """<!doctype html><html><head><title>{% block title %}{% endblock %}</title></head>
+<body>{% block content %}{% endblock %}</body></html>"""
+
+
+def _cpu_profile(**over: object) -> Profile:
+    p = Profile(tool=ToolInfo(version="0.3.0"), created_utc="2026-11-21T10:00:00Z")
+    p.cpu.model_name = fact("AMD Ryzen 9 7950X", Source.PROCFS)
+    p.cpu.physical_cores = fact(16, Source.PROCFS)
+    p.cpu.logical_cores = fact(32, Source.PROCFS)
+    p.cpu.isa_features = fact(["avx2", "avx512f"], Source.CPUINFO)
+    p.memory.total_bytes = fact(64 * 2**30, Source.PSUTIL)
+    p.memory.available_bytes = fact(40 * 2**30, Source.PSUTIL)
+    p.storage.free_bytes = fact(100 * 2**30, Source.OS)
+    p.platform.os = fact("Linux", Source.PLATFORM)
+    p.platform.kernel = fact("6.8.0", Source.PLATFORM)
+    p.platform.python_version = fact("3.11.9", Source.PLATFORM)
+    p.nvml.status = NvmlStatus.NOT_INSTALLED
+    t = p.frameworks.torch
+    t.installed = True
+    t.version = fact("2.1.0+cpu", Source.TORCH)
+    t.build = fact("cpu", Source.TORCH)
+    t.cuda_available = fact(False, Source.TORCH)
+    return p
+
+
+def _gpu(index: int, name: str, bus: str, **facts: object) -> GpuInfo:
+    g = GpuInfo(index=index, vendor="nvidia", backend="cuda")
+    g.name = fact(name, Source.NVML)
+    g.pci_bus_id = fact(bus, Source.NVML)
+    g.vram_total_bytes = fact(24 * 2**30, Source.NVML)
+    g.compute_capability = fact("8.9", Source.NVML)
+    g.power_limit_watts = fact(450.0, Source.NVML)
+    g.temperature_c = fact(40, Source.NVML)
+    g.sm_clock_mhz = fact(210, Source.NVML)
+    g.utilization_percent = fact(0, Source.NVML)
+    g.vram_free_bytes = fact(23 * 2**30, Source.NVML)
+    for key, value in facts.items():
+        setattr(g, key, fact(value, Source.NVML))
+    return g
+
+
+def _gpu_profile() -> Profile:
+    p = _cpu_profile()
+    p.created_utc = "2026-12-01T09:00:00Z"
+    p.nvml.status = NvmlStatus.OK
+    p.nvml.driver_version = fact("550.54", Source.NVML)
+    p.nvml.cuda_driver_version = fact("12.4", Source.NVML)
+    p.gpus = [_gpu(0, "NVIDIA GeForce RTX 4090", "00000000:01:00.0")]
+    t = p.frameworks.torch
+    t.version = fact("2.4.1+cu124", Source.TORCH)
+    t.build = fact("cuda", Source.TORCH)
+    t.cuda_runtime_version = fact("12.4", Source.TORCH)
+    t.cudnn_version = fact("90100", Source.TORCH)
+    t.cuda_available = fact(True, Source.TORCH)
+    # Volatile facts that differ between any two scans.
+    p.memory.available_bytes = fact(12 * 2**30, Source.PSUTIL)
+    p.storage.free_bytes = fact(3 * 2**30, Source.OS)
+    p.diagnostics.duration_seconds = 9.5
+    return p
+
+
+def _changes(d: ProfileDiff) -> set[tuple[str, str, str | None, str | None]]:
+    return {(c.section, c.field, c.before, c.after) for c in d.changes}
+
+
+def _m(case: str, device: str, best: float, **kw: object) -> Measurement:
+    return Measurement.model_validate({"case": case, "device": device, "best": best, **kw})
+
+
+def _advice(workload: str, scenario: int, sufficient: bool) -> Advice:
+    return Advice(
+        workload=WorkloadSummary(name=workload, description="", kind="conv", precision="bf16"),
+        scenario=ScenarioInfo(id=scenario, title="t", confidence="high", rule="r", because=""),
+        this_machine=ThisMachine(sufficient=sufficient, hardware="this", limit_hours=24.0),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_gpu_added_and_torch_upgraded_exact_changes() -> None:
+    d = diff_profiles(_cpu_profile(), _gpu_profile(), a_label="before.json", b_label="after.json")
+    assert _changes(d) == {
+        ("nvml", "status", "not_installed", "ok"),
+        ("nvml", "driver_version", "unknown", "550.54"),
+        ("nvml", "cuda_driver_version", "unknown", "12.4"),
+        ("GPU 0", "gpu", None, "NVIDIA GeForce RTX 4090"),
+        ("frameworks.torch", "version", "2.1.0+cpu", "2.4.1+cu124"),
+        ("frameworks.torch", "build", "cpu", "cuda"),
+        ("frameworks.torch", "cuda_runtime_version", "unknown", "12.4"),
+        ("frameworks.torch", "cudnn_version", "unknown", "90100"),
+        ("frameworks.torch", "cuda_available", "no", "yes"),
+    }
+    assert d.a_created == "2026-11-21T10:00:00Z" and d.b_created == "2026-12-01T09:00:00Z"
+    assert "GPU 0 added: NVIDIA GeForce RTX 4090" in d.summary
+    assert 3 <= len(d.summary) <= 6
+
+
+def test_volatile_facts_ignored() -> None:
+    a, b = _gpu_profile(), _gpu_profile()
+    b.created_utc = "2027-01-01T00:00:00Z"
+    b.memory.available_bytes = fact(1, Source.PSUTIL)
+    b.memory.swap_free_bytes = fact(5, Source.PSUTIL)
+    b.storage.free_bytes = fact(7, Source.OS)
+    g = b.gpus[0]
+    g.temperature_c = fact(83, Source.NVML)
+    g.sm_clock_mhz = fact(2520, Source.NVML)
+    g.utilization_percent = fact(99, Source.NVML)
+    g.vram_free_bytes = fact(1, Source.NVML)
+    g.power_draw_watts = fact(430.0, Source.NVML)
+    b.cpu.model_name = fact("AMD Ryzen 9 7950X", Source.CPUINFO)  # same value, other source
+    b.cpu.isa_features = fact(["avx512f", "avx2"], Source.CPUINFO)  # same set, other order
+    b.diagnostics.duration_seconds = 99.0
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert d.changes == []
+    assert d.summary[0] == "No hardware or software change between a and b."
+
+
+def test_gpu_swapped_in_same_slot_and_matched_by_bus_id_across_index() -> None:
+    a = _gpu_profile()
+    a.gpus = [
+        _gpu(0, "NVIDIA GeForce RTX 3080", "00000000:01:00.0", vram_total_bytes=10 * 2**30),
+        _gpu(1, "NVIDIA A100", "00000000:41:00.0"),
+    ]
+    b = _gpu_profile()
+    # The A100 now enumerates first; torch's 4-digit domain must still match NVML's 8-digit one.
+    b.gpus = [
+        _gpu(0, "NVIDIA A100", "0000:41:00.0"),
+        _gpu(1, "NVIDIA GeForce RTX 4090", "00000000:01:00.0"),
+    ]
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert _changes(d) == {
+        ("GPU 0", "index", "1", "0"),
+        ("GPU 1", "index", "0", "1"),
+        ("GPU 1", "name", "NVIDIA GeForce RTX 3080", "NVIDIA GeForce RTX 4090"),
+        ("GPU 1", "vram_total_bytes", "10.0 GiB", "24.0 GiB"),
+    }
+    assert "GPU 1 changed: NVIDIA GeForce RTX 3080 → NVIDIA GeForce RTX 4090" in d.summary
+
+
+def test_gpu_removed_and_different_bus_ids_not_paired_by_index() -> None:
+    a, b = _gpu_profile(), _gpu_profile()
+    b.gpus = [_gpu(0, "NVIDIA L4", "00000000:02:00.0")]
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert _changes(d) == {
+        ("GPU 0", "gpu", "NVIDIA GeForce RTX 4090", None),
+        ("GPU 0", "gpu", None, "NVIDIA L4"),
+    }
+    assert "GPU 0 removed: NVIDIA GeForce RTX 4090" in d.summary
+
+
+def _bench_profiles() -> tuple[Profile, Profile]:
+    a, b = _gpu_profile(), _gpu_profile()
+    a.benchmarks = Benchmarks(
+        measurements=[
+            _m("matmul", "cuda:0", 80_000.0, precision="bf16", unit="GFLOP/s"),
+            _m("launch_latency", "cuda:0", 8.0, unit="us", higher_is_better=False),
+            _m("h2d", "cuda:0", 20.0, variant="pinned", unit="GB/s"),
+            _m("triad", "cpu", 50.0, unit="GB/s"),
+            _m("conv2d", "cuda:0", 1.0, precision="fp16", unit="GFLOP/s"),
+            _m("train_step", "cuda:0", 0.0, status="failed", message="oom"),
+        ]
+    )
+    b.benchmarks = Benchmarks(
+        measurements=[
+            _m("matmul", "cuda:0", 192_000.0, precision="bf16", unit="GFLOP/s"),
+            _m("launch_latency", "cuda:0", 10.0, unit="us", higher_is_better=False),
+            _m("h2d", "cuda:0", 20.2, variant="pinned", unit="GB/s"),
+            _m("triad", "cpu", 40.0, unit="GB/s"),
+            _m("conv2d", "cuda:0", 1.0, precision="fp16", status="skipped"),
+            _m("train_step", "cuda:0", 900.0, unit="samples/s"),
+        ]
+    )
+    return a, b
+
+
+def test_benchmark_ratios_and_better() -> None:
+    a, b = _bench_profiles()
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    by_case = {r.case: r for r in d.benchmarks}
+    assert set(by_case) == {"matmul", "launch_latency", "h2d", "triad"}
+
+    mm = by_case["matmul"]
+    assert (mm.before, mm.after, mm.unit) == (80_000.0, 192_000.0, "GFLOP/s")
+    assert mm.ratio == pytest.approx(2.4) and mm.better is True
+
+    lat = by_case["launch_latency"]  # 8 us → 10 us: lower is better, so worse
+    assert lat.ratio == pytest.approx(1.25) and lat.better is False
+
+    triad = by_case["triad"]  # throughput down
+    assert triad.ratio == pytest.approx(0.8) and triad.better is False
+
+    h2d = by_case["h2d"]  # +1 %: noise
+    assert h2d.ratio == pytest.approx(1.01) and h2d.better is None
+    assert h2d.variant == "pinned"
+
+    # Only ok cases count: conv2d was skipped in b, train_step failed in a.
+    assert d.only_in_a == ["fp16 conv2d on cuda:0"]
+    assert d.only_in_b == ["train_step on cuda:0"]
+    assert "bf16 matmul on cuda:0: 2.4× faster" in d.summary
+    assert "launch_latency on cuda:0: 1.2× slower" in d.summary
+
+
+def test_lower_is_better_improvement_is_faster() -> None:
+    a, b = _gpu_profile(), _gpu_profile()
+    a.benchmarks = Benchmarks(
+        measurements=[_m("launch_latency", "cuda:0", 10.0, unit="us", higher_is_better=False)]
+    )
+    b.benchmarks = Benchmarks(
+        measurements=[_m("launch_latency", "cuda:0", 5.0, unit="us", higher_is_better=False)]
+    )
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    (r,) = d.benchmarks
+    assert r.ratio == pytest.approx(0.5) and r.better is True
+    assert "launch_latency on cuda:0: 2.0× faster" in d.summary
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed", "sentence"),
+    [
+        (
+            (2, False),
+            (2, True),
+            True,
+            "Verdict for resnet50-imagenet changed: still scenario 2, this machine now enough.",
+        ),
+        (
+            (2, True),
+            (2, True),
+            False,
+            "Verdict for resnet50-imagenet unchanged: scenario 2, this machine still enough.",
+        ),
+        (
+            (3, False),
+            (2, False),
+            True,
+            "Verdict for resnet50-imagenet changed: scenario 3 → 2, this machine still not enough.",
+        ),
+    ],
+)
+def test_scenario_change(
+    before: tuple[int, bool], after: tuple[int, bool], changed: bool, sentence: str
+) -> None:
+    a, b = _cpu_profile(), _gpu_profile()
+    a.advice = _advice("resnet50-imagenet", *before)
+    b.advice = _advice("resnet50-imagenet", *after)
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert d.scenario is not None
+    assert d.scenario.changed is changed
+    assert (d.scenario.before_scenario, d.scenario.before_sufficient) == before
+    assert (d.scenario.after_scenario, d.scenario.after_sufficient) == after
+    assert d.summary[-1] == sentence
+
+
+def test_scenario_different_workloads_or_missing() -> None:
+    a, b = _cpu_profile(), _gpu_profile()
+    a.advice = _advice("resnet50-imagenet", 2, False)
+    b.advice = _advice("gpt2-small", 3, False)
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert d.scenario is None
+    assert "different workloads" in d.summary[-1] and "gpt2-small" in d.summary[-1]
+    b.advice = None
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert d.scenario is None and d.summary[-1].startswith("Only a has advice")
+
+
+def test_schema1_profile_against_itself_has_no_changes() -> None:
+    p = load_profile(ROOT / "tests" / "fixtures" / "profiles" / "v1-cpu-only.json")
+    d = diff_profiles(p, p, a_label="v1", b_label="v1")
+    assert d.changes == [] and d.benchmarks == [] and d.only_in_a == d.only_in_b == []
+    assert d.scenario is None
+    assert d.summary == [
+        "No hardware or software change between v1 and v1.",
+        "Neither profile has benchmarks.",
+        "Neither profile has advice; no verdict to compare.",
+    ]
+
+
+def test_json_round_trip() -> None:
+    a, b = _bench_profiles()
+    a.advice = _advice("resnet50-imagenet", 2, False)
+    b.advice = _advice("resnet50-imagenet", 2, True)
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    again = ProfileDiff.model_validate_json(d.model_dump_json())
+    assert again == d
+
+
+def _hostile_diff() -> ProfileDiff:
+    a, b = _gpu_profile(), _gpu_profile()
+    b.gpus[0].name = fact(HOSTILE, Source.NVML)
+    a.benchmarks = Benchmarks(
+        measurements=[_m("matmul", "cuda:0", 100.0, precision="bf16", unit="GFLOP/s")]
+    )
+    b.benchmarks = Benchmarks(
+        measurements=[_m("matmul", "cuda:0", 240.0, precision="bf16", unit="GFLOP/s")]
+    )
+    a.advice = _advice(HOSTILE, 2, False)
+    b.advice = _advice(HOSTILE, 2, True)
+    return diff_profiles(a, b, a_label=HOSTILE, b_label="b.json")
+
+
+def test_hostile_strings_preserved_as_data() -> None:
+    d = _hostile_diff()
+    assert ("GPU 0", "name", "NVIDIA GeForce RTX 4090", HOSTILE) in _changes(d)
+    assert d.a_label == HOSTILE
+    assert d.scenario is not None and d.scenario.workload == HOSTILE
+    assert any(HOSTILE in s for s in d.summary)
+
+
+def _env(tmp_path: Path, autoescape: bool = True) -> jinja2.Environment:
+    (tmp_path / "base.html.j2").write_text(BASE_TEMPLATE, encoding="utf-8")
+    loader = jinja2.ChoiceLoader(
+        [jinja2.FileSystemLoader(str(tmp_path)), jinja2.FileSystemLoader(str(ROOT / "templates"))]
+    )
+    return jinja2.Environment(
+        loader=loader, autoescape=autoescape, undefined=jinja2.StrictUndefined
+    )
+
+
+def test_html_escapes_hostile_strings_and_shows_content(tmp_path: Path) -> None:
+    html = render_diff_html(_hostile_diff(), _env(tmp_path))
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; [red]x[/red] &amp; &#34;q&#34;" in html
+    assert "<title>Profile diff: &lt;script&gt;" in html
+    assert "×2.40" in html and 'class="num ratio better"' in html
+    assert "NVIDIA GeForce RTX 4090" in html
+    assert "2 → 2" in html and "not enough → enough" in html
+
+
+def test_html_full_diff_renders(tmp_path: Path) -> None:
+    a, b = _bench_profiles()
+    html = render_diff_html(diff_profiles(a, b, a_label="a", b_label="b"), _env(tmp_path))
+    assert "×1.25" in html and 'class="num ratio worse"' in html
+    assert 'class="num ratio same"' in html
+    assert "Only in a: fp16 conv2d on cuda:0" in html
+
+
+def test_html_refuses_environment_without_autoescape(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="autoescape"):
+        render_diff_html(_hostile_diff(), _env(tmp_path, autoescape=False))
+
+
+def test_console_render_shows_ratio_and_hostile_text_literally() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None, force_terminal=False)
+    render_diff(_hostile_diff(), console)
+    text = out.getvalue()
+    assert "×2.40" in text
+    assert HOSTILE in text
+    assert "bf16 matmul on cuda:0: 2.4× faster" in text
+
+
+def test_console_render_no_changes() -> None:
+    p = _cpu_profile()
+    out = io.StringIO()
+    render_diff(diff_profiles(p, p, a_label="a", b_label="a"), Console(file=out, width=120))
+    assert "No hardware or software fact changed." in out.getvalue()

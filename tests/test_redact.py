@@ -1,0 +1,213 @@
+"""Redaction: nothing identifying survives, bus ids and versions do, tokens are stable per salt."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from hwadvisor import redact
+from hwadvisor.model.facts import Fact, Source
+from hwadvisor.model.profile import (
+    Finding,
+    GpuInfo,
+    HostIdentity,
+    MigInstance,
+    NvmlInfo,
+    NvmlStatus,
+    PciDevice,
+    PlatformInfo,
+    Profile,
+    Severity,
+    StorageInfo,
+    ToolInfo,
+    TorchDevice,
+)
+
+HOST = "gpu-node-17.lab.example.org"
+USER = "alice"
+MACHINE_ID = "4c4c4544004d3510804cb4c04f4e3732"
+SERIALS = ["1324021001234", "1324021005678"]
+GPU_UUIDS = [
+    "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d",
+    "GPU-6b2c3d4e-5f6a-7b8c-9d0e-1f2a3b4c5d6e",
+]
+MIG_UUID = "MIG-7c3d4e5f-6a7b-8c9d-0e1f-2a3b4c5d6e7f"
+TORCH_UUID = "5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
+IPV4 = "10.23.45.67"
+IPV6 = "fe80::1c2d:3eff:fe4f:5a6b"
+IPV6_FULL = "2001:db8:85a3:0:0:8a2e:370:7334"
+MAC = "3c:ec:ef:12:34:56"
+MAC_DASH = "3C-EC-EF-AB-CD-EF"
+BUS_ID = "00000000:17:00.0"
+VERSIONS = ["12.4", "535.104.05", "8.9.2.26", "6.1.0-18-amd64"]
+
+SEEDED = [HOST, "gpu-node-17", USER, MACHINE_ID, *SERIALS, *GPU_UUIDS, MIG_UUID, TORCH_UUID]
+SEEDED += [IPV4, IPV6, IPV6_FULL, MAC, MAC_DASH, "3c:ec:ef", "bob"]
+
+
+def _f(value: object, source: Source = Source.NVML) -> Fact[object]:
+    return Fact(value=value, source=source)
+
+
+def seeded_profile() -> Profile:
+    gpus = [
+        GpuInfo(
+            index=i,
+            vendor="nvidia",
+            backend="cuda",
+            name=_f("NVIDIA H100 80GB HBM3"),
+            uuid=_f(GPU_UUIDS[i]),
+            serial=_f(SERIALS[i]),
+            pci_bus_id=_f(BUS_ID if i == 0 else "00000000:2A:00.0"),
+            mig_instances=[MigInstance(index=0, uuid=_f(MIG_UUID))] if i == 0 else [],
+        )
+        for i in range(2)
+    ]
+    return Profile(
+        tool=ToolInfo(version="0.1.0"),
+        created_utc="2026-11-21T10:02:03Z",
+        host=HostIdentity(hostname=_f(HOST, Source.OS), machine_id=_f(MACHINE_ID, Source.OS)),
+        storage=StorageInfo(path=_f(f"/home/{USER}/runs/out", Source.OS)),
+        platform=PlatformInfo(
+            kernel=_f(VERSIONS[3], Source.PLATFORM),
+            visibility_env={"CUDA_VISIBLE_DEVICES": GPU_UUIDS[1]},
+            pci_display_devices=[
+                PciDevice(bus_id=BUS_ID, vendor="nvidia", vendor_id="0x10de", device_id="0x2330")
+            ],
+        ),
+        nvml=NvmlInfo(
+            status=NvmlStatus.OK,
+            message=(
+                f"probe on {HOST} ({IPV4}, {IPV6}, [{IPV6_FULL}]) nic {MAC} / {MAC_DASH} "
+                f"user {USER} wrote C:\\Users\\bob\\AppData and /Users/bob/x at 10:02:03"
+            ),
+            driver_version=_f(VERSIONS[1]),
+            cuda_driver_version=_f(VERSIONS[0]),
+        ),
+        gpus=gpus,
+        frameworks={  # type: ignore[arg-type]
+            "torch": {
+                "installed": True,
+                "cudnn_version": {"value": VERSIONS[2], "source": "torch"},
+                "devices": [TorchDevice(index=0, uuid=_f(TORCH_UUID, Source.TORCH)).model_dump()],
+            }
+        },
+        findings=[
+            Finding(
+                id="x",
+                severity=Severity.INFO,
+                title=f"{HOST.split('.')[0]} is fine",
+                detail=f"GPU {GPU_UUIDS[0]} at {BUS_ID}; serial {SERIALS[0]}",
+                fix="nothing",
+            )
+        ],
+    )
+
+
+def test_no_seeded_value_survives() -> None:
+    redacted = redact.redact_profile(seeded_profile(), "salt-a", users=[USER])
+    dumped = redacted.model_dump_json()
+    for value in SEEDED:
+        assert value.lower() not in dumped.lower(), value
+    # The tokens look like tokens.
+    assert redacted.host.hostname.value is not None
+    assert re.fullmatch(r"redacted-[0-9a-f]{10}", redacted.host.hostname.value)
+    assert redacted.gpus[0].mig_instances[0].uuid.value.startswith("redacted-")  # type: ignore[union-attr]
+    assert redacted.frameworks.torch.devices[0].uuid.value.startswith("redacted-")  # type: ignore[union-attr]
+
+
+def test_bus_ids_versions_and_structure_survive() -> None:
+    redacted = redact.redact_profile(seeded_profile(), "salt-a", users=[USER])
+    dumped = redacted.model_dump_json()
+    assert redacted.gpus[0].pci_bus_id.value == BUS_ID
+    assert redacted.gpus[1].pci_bus_id.value == "00000000:2A:00.0"
+    assert redacted.platform.pci_display_devices[0].bus_id == BUS_ID
+    assert redacted.nvml.driver_version.value == "535.104.05"
+    assert redacted.nvml.cuda_driver_version.value == "12.4"
+    assert redacted.frameworks.torch.cudnn_version.value == "8.9.2.26"
+    assert redacted.platform.kernel.value == VERSIONS[3]
+    assert redacted.gpus[0].name.value == "NVIDIA H100 80GB HBM3"
+    assert redacted.nvml.status is NvmlStatus.OK
+    assert redacted.gpus[0].serial.source is Source.NVML
+    assert "10:02:03" in dumped  # a time of day is not an IPv6 address
+    assert redacted.storage.path.value is not None
+    assert redacted.storage.path.value.startswith("/home/redacted-")
+    assert redacted.storage.path.value.endswith("/runs/out")
+
+
+def test_tokens_stable_and_salted() -> None:
+    profile = seeded_profile()
+    a1 = redact.redact_profile(profile, "salt-a", users=[USER])
+    a2 = redact.redact_profile(profile, "salt-a", users=[USER])
+    b = redact.redact_profile(profile, "salt-b", users=[USER])
+    assert a1.model_dump_json() == a2.model_dump_json()
+    assert a1.host.hostname.value != b.host.hostname.value
+    assert a1.gpus[0].serial.value != b.gpus[0].serial.value
+    assert a1.gpus[0].serial.value != a1.gpus[1].serial.value
+    # The same UUID gets the same token wherever it appears.
+    assert a1.gpus[1].uuid.value == a1.platform.visibility_env["CUDA_VISIBLE_DEVICES"]
+    assert a1.gpus[0].uuid.value is not None
+    assert a1.gpus[0].uuid.value in a1.findings[0].detail
+    assert a1.host.hostname.value is not None
+    assert a1.host.hostname.value in (a1.nvml.message or "")
+    expected = "redacted-" + __import__("hashlib").sha256(
+        ("salt-a" + "hostname" + HOST).encode()
+    ).hexdigest()[:10]
+    assert a1.host.hostname.value == expected
+    # The input is left untouched.
+    assert profile.host.hostname.value == HOST
+
+
+def test_default_user_is_current_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redact.getpass, "getuser", lambda: USER)
+    redacted = redact.redact_profile(seeded_profile(), "s")
+    assert f" {USER} " not in (redacted.nvml.message or "")
+
+
+def test_redact_text_second_pass() -> None:
+    profile = seeded_profile()
+    secrets = redact.profile_secrets(profile, users=[USER])
+    html = (
+        f"<td>{HOST}</td><td>{SERIALS[1]}</td><td>{GPU_UUIDS[0]}</td><td>{MAC}</td>"
+        f"<td>{IPV4}</td><td>/home/{USER}/x</td><td>{BUS_ID}</td><td>535.104.05</td>"
+    )
+    out = redact.redact_text(html, secrets, "s")
+    for value in (HOST, SERIALS[1], GPU_UUIDS[0], MAC, IPV4, USER):
+        assert value not in out
+    assert BUS_ID in out and "535.104.05" in out
+    assert redact.redact_text(html, secrets, "s") == out
+
+
+def test_salt_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HWADVISOR_REDACT_SALT", "from-env")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert redact.resolve_salt() == ("from-env", None)
+    assert not (tmp_path / "hwadvisor").exists()
+
+
+def test_salt_created_once_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HWADVISOR_REDACT_SALT", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    first = redact.default_salt()
+    assert first == redact.default_salt()
+    assert len(first) >= 32 and first != redact.FALLBACK_SALT
+    path = tmp_path / "hwadvisor" / "redact-salt"
+    if os.name == "posix":
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")
+def test_salt_fallback_when_unwritable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HWADVISOR_REDACT_SALT", raising=False)
+    tmp_path.chmod(0o500)
+    try:
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+        salt, warning = redact.resolve_salt()
+    finally:
+        tmp_path.chmod(0o700)
+    assert salt == redact.FALLBACK_SALT
+    assert warning is not None and "HWADVISOR_REDACT_SALT" in warning
