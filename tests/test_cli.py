@@ -86,8 +86,8 @@ def test_scan_writes_named_file_and_never_overwrites(
     fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out_dir = tmp_path / "out"
-    assert main(["scan", "--out", str(out_dir)]) == ExitStatus.OK
-    assert main(["scan", "--out", str(out_dir)]) == ExitStatus.OK
+    assert main(["scan", "--out", str(out_dir), "--format", "json"]) == ExitStatus.OK
+    assert main(["scan", "--out", str(out_dir), "--format", "json"]) == ExitStatus.OK
     names = sorted(p.name for p in out_dir.iterdir())
     assert names == ["box-1-20261121T100203Z-2.json", "box-1-20261121T100203Z.json"]
     captured = capsys.readouterr()
@@ -119,7 +119,7 @@ def test_degraded_scan_still_writes_and_exits_3(
     fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_scan.append(_profile(degraded=True))
-    assert main(["scan", "--out", str(tmp_path)]) == ExitStatus.DEGRADED
+    assert main(["scan", "--out", str(tmp_path), "-f", "json"]) == ExitStatus.DEGRADED
     (written,) = tmp_path.iterdir()
     assert json.loads(written.read_text())["diagnostics"]["probes"][1]["status"] == "timeout"
     out = capsys.readouterr().out
@@ -156,7 +156,7 @@ def test_hostile_names_are_shown_literally(
     fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_scan.append(_profile(hostname="[red]evil[/red]<script>"))
-    assert main(["scan", "--out", str(tmp_path)]) == ExitStatus.OK
+    assert main(["scan", "--out", str(tmp_path), "-f", "json"]) == ExitStatus.OK
     assert "[red]evil[/red]<script>" in capsys.readouterr().out
     (written,) = tmp_path.iterdir()
     assert written.name.startswith("red_evil_red_script-")  # a safe file name

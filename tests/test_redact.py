@@ -154,9 +154,10 @@ def test_tokens_stable_and_salted() -> None:
     assert a1.gpus[0].uuid.value in a1.findings[0].detail
     assert a1.host.hostname.value is not None
     assert a1.host.hostname.value in (a1.nvml.message or "")
-    expected = "redacted-" + __import__("hashlib").sha256(
-        ("salt-a" + "hostname" + HOST).encode()
-    ).hexdigest()[:10]
+    expected = (
+        "redacted-"
+        + __import__("hashlib").sha256(("salt-a" + "hostname" + HOST).encode()).hexdigest()[:10]
+    )
     assert a1.host.hostname.value == expected
     # The input is left untouched.
     assert profile.host.hostname.value == HOST
@@ -200,14 +201,12 @@ def test_salt_created_once_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")
 def test_salt_fallback_when_unwritable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("HWADVISOR_REDACT_SALT", raising=False)
-    tmp_path.chmod(0o500)
-    try:
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-        salt, warning = redact.resolve_salt()
-    finally:
-        tmp_path.chmod(0o700)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # works as root too
+    salt, warning = redact.resolve_salt()
     assert salt == redact.FALLBACK_SALT
     assert warning is not None and "HWADVISOR_REDACT_SALT" in warning
+    assert redact.default_salt() == redact.FALLBACK_SALT

@@ -10,6 +10,7 @@ import json
 import re
 import sys
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -163,12 +164,27 @@ def scan(
     gpus: GpusOpt = 1,
     rules: RulesOpt = None,
     prices: PricesOpt = None,
+    formats: FormatOpt = "json,html,pdf",
+    paper: PaperOpt = "A4",
+    template_dir: TemplateDirOpt = None,
+    redact: RedactOpt = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress display and no summary.")
     ] = False,
 ) -> None:
     """Detect CPU, memory, GPUs, drivers and the PyTorch stack, measure what the machine does,
-    and write a JSON profile (with --workload: and the advice for it)."""
+    and write the profile as JSON, HTML and PDF (with --workload: and the advice for it)."""
+    from hwadvisor.render.report import parse_formats, parse_paper
+
+    how = _Output(
+        json_out=json_out,
+        out=out,
+        formats=parse_formats(formats),
+        paper=parse_paper(paper),
+        template_dir=template_dir,
+        redact=redact,
+        quiet=quiet,
+    )
     from hwadvisor.pipeline import ScanOptions, run_scan
 
     err = _stderr()
@@ -190,38 +206,106 @@ def scan(
         raise Interrupted("interrupted; no partial file was written") from exc
     if request is not None:
         profile.advice = request.run(profile)
-    _emit(profile, json_out, out, quiet, err)
+    _emit(profile, how, err)
 
 
-def _emit(profile: Profile, json_out: str | None, out: Path, quiet: bool, err: Console) -> None:
-    """Write the profile (stdout, a named file, or a new file in ``out``) and print the summary;
-    exit 3 when a probe or a benchmark case failed."""
+@dataclass
+class _Output:
+    """Where and how a profile's files are written (scan, import)."""
+
+    json_out: str | None = None
+    out: Path = Path("reports")
+    formats: list[str] = field(default_factory=lambda: ["json", "html", "pdf"])
+    paper: str = "A4"
+    template_dir: Path | None = None
+    redact: bool | None = None
+    quiet: bool = False
+
+
+def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None) -> None:
+    """Write the profile (stdout, or JSON/HTML/PDF files) and print the summary; exit 3 when a
+    probe or a benchmark case failed, or a requested PDF could not be made."""
     from rich.console import Console
 
+    from hwadvisor.errors import OutputError
     from hwadvisor.pipeline import is_degraded
-    from hwadvisor.render.jsonio import to_json, write_new_file, write_unique
+    from hwadvisor.redact import default_salt, redact_profile
+    from hwadvisor.render.jsonio import to_json
+    from hwadvisor.render.report import write_reports
 
-    to_stdout = json_out == "-"
-    text = to_json(profile)
-    if to_stdout:
-        sys.stdout.write(text)
+    degraded = is_degraded(profile)
+    if how.json_out == "-":
+        shown = redact_profile(profile, default_salt()) if how.redact else profile
+        sys.stdout.write(to_json(shown))
         sys.stdout.flush()
     else:
-        if json_out is not None:
-            written = write_new_file(Path(json_out), text)
-        else:
-            written = write_unique(out, _file_stem(profile), ".json", text)
-        if not quiet:
+        folder, name = how.out, stem or _file_stem(profile)
+        formats = how.formats
+        if how.json_out is not None:
+            target = Path(how.json_out)
+            if target.exists():
+                raise OutputError(
+                    f"{target} already exists; hwadvisor never overwrites a file: "
+                    "choose another name or folder"
+                )
+            folder, name = target.parent, target.stem
+            formats = ["json", *[f for f in formats if f != "json"]]
+        written = write_reports(
+            profile,
+            folder=folder,
+            stem=name,
+            formats=formats,
+            paper=how.paper,
+            template_dir=how.template_dir,
+            redact=how.redact,
+        )
+        if not how.quiet:
             from hwadvisor.render.console import render_summary
 
             render_summary(profile, Console(highlight=False))
-        err.print(f"Profile written to [bold]{_escape(str(written))}[/bold]")
+        for path in written.files:
+            what = "Profile" if path.suffix == ".json" else "Report"
+            err.print(f"{what} written to [bold]{_escape(str(path))}[/bold]")
+        for warning in written.warnings:
+            err.print(f"[yellow]{_escape(warning)}[/yellow]")
+        degraded = degraded or bool(written.warnings)
     if is_degraded(profile):
         err.print(
             "[yellow]Some probes failed or timed out; the profile says which "
             "(diagnostics.probes).[/yellow]"
         )
+    if degraded:
         raise typer.Exit(ExitStatus.DEGRADED)
+
+
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="LIST",
+        help="Files to write: a comma-separated list of json, html, pdf.",
+    ),
+]
+PaperOpt = Annotated[str, typer.Option("--paper", help="Page size of the PDF: A4 or Letter.")]
+TemplateDirOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--template-dir",
+        metavar="DIR",
+        file_okay=False,
+        exists=True,
+        help="Your own copy of the report templates (logo, header text).",
+    ),
+]
+RedactOpt = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--redact/--no-redact",
+        help="Replace hostnames, user names, serials, UUIDs, MAC/IP addresses and home "
+        "paths with stable hashes. Default: only the PDF is redacted.",
+    ),
+]
 
 
 def _escape(text: str) -> str:
@@ -411,27 +495,130 @@ def import_(
         Optional[str],
         typer.Option("--json", metavar="PATH|-", help="Write to PATH, or '-' for stdout."),
     ] = None,
+    formats: FormatOpt = "json",
+    paper: PaperOpt = "A4",
+    redact: RedactOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Turn another tool's description of a machine into an hwadvisor profile (same schema as
     a scan; what the source cannot know is null with a reason)."""
     from hwadvisor.importers.detect import import_file
+    from hwadvisor.render.report import parse_formats, parse_paper
 
+    how = _Output(
+        json_out=json_out,
+        out=out,
+        formats=parse_formats(formats),
+        paper=parse_paper(paper),
+        redact=redact,
+        quiet=quiet,
+    )
     profile = import_file(source)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", source.stem).strip("._") or "imported"
-    if json_out is None:
-        from hwadvisor.render.jsonio import to_json, write_unique
+    _emit(profile, how, _stderr(), stem=f"{stem}-imported")
 
-        written = write_unique(out, f"{stem}-imported", ".json", to_json(profile))
-        if not quiet:
-            from rich.console import Console
 
-            from hwadvisor.render.console import render_summary
+@app.command()
+def report(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE.json", dir_okay=False, help="A saved profile (any schema version)."
+        ),
+    ],
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out",
+            "-o",
+            file_okay=False,
+            help="Folder for the reports (default: next to FILE.json).",
+        ),
+    ] = None,
+    formats: FormatOpt = "html,pdf",
+    paper: PaperOpt = "A4",
+    template_dir: TemplateDirOpt = None,
+    redact: RedactOpt = None,
+) -> None:
+    """Re-render a saved profile as HTML and PDF, without touching the hardware."""
+    from hwadvisor.errors import InputError
+    from hwadvisor.model.load import parse_profile
+    from hwadvisor.render.report import parse_formats, parse_paper, write_reports
 
-            render_summary(profile, Console(highlight=False))
-        _stderr().print(f"Profile written to [bold]{_escape(str(written))}[/bold]")
-        return
-    _emit(profile, json_out, out, True, _stderr())
+    chosen = parse_formats(formats)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {source}: {exc}") from exc
+    profile = parse_profile(text, str(source))
+    written = write_reports(
+        profile,
+        folder=out or source.parent,
+        stem=source.stem,
+        formats=chosen,
+        paper=parse_paper(paper),
+        template_dir=template_dir,
+        redact=redact,
+        source_text=text,
+    )
+    err = _stderr()
+    for path in written.files:
+        err.print(f"Report written to [bold]{_escape(str(path))}[/bold]")
+    for warning in written.warnings:
+        err.print(f"[yellow]{_escape(warning)}[/yellow]")
+    if written.warnings:
+        raise typer.Exit(ExitStatus.DEGRADED)
+
+
+@app.command()
+def diff(
+    before: Annotated[Path, typer.Argument(metavar="A.json", dir_okay=False)],
+    after: Annotated[Path, typer.Argument(metavar="B.json", dir_okay=False)],
+    json_out: Annotated[
+        Optional[str],
+        typer.Option("--json", metavar="PATH|-", help="The comparison as JSON, to PATH or '-'."),
+    ] = None,
+    html: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--html", metavar="PATH", dir_okay=False, help="Also write the comparison as HTML."
+        ),
+    ] = None,
+    pdf: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--pdf", metavar="PATH", dir_okay=False, help="Also write the comparison as PDF."
+        ),
+    ] = None,
+) -> None:
+    """Compare two scans: what changed in hardware and stack, each benchmark's ratio, and
+    whether the scenario verdict changed."""
+    from rich.console import Console
+
+    from hwadvisor.diff import diff_profiles
+    from hwadvisor.model.load import load_profile
+    from hwadvisor.render.diff_console import render_diff
+    from hwadvisor.render.jsonio import to_json, write_new_file
+
+    a, b = load_profile(before), load_profile(after)
+    result = diff_profiles(a, b, a_label=before.name, b_label=after.name)
+    if json_out == "-":
+        sys.stdout.write(to_json(result))
+    else:
+        if json_out is not None:
+            write_new_file(Path(json_out), to_json(result))
+        render_diff(result, Console(highlight=False))
+    if html is not None or pdf is not None:
+        from hwadvisor.diff import render_diff_html
+        from hwadvisor.render.html import environment
+
+        page = render_diff_html(result, environment())
+        if html is not None:
+            write_new_file(html, page)
+        if pdf is not None:
+            from hwadvisor.render.pdf import render_pdf
+
+            write_new_file(pdf, render_pdf(page))
 
 
 @app.command()

@@ -20,7 +20,7 @@ import ipaddress
 import os
 import re
 import secrets as _secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,9 @@ _UUID_RE = re.compile(
     rf"(?<![{_HEX}-])(?:MIG-)?(?:GPU-)?[{_HEX}]{{8}}-[{_HEX}]{{4}}-[{_HEX}]{{4}}-[{_HEX}]{{4}}-[{_HEX}]{{12}}(?![{_HEX}])"
 )
 # Six pairs with one consistent separator, not inside a longer hex/colon/dot run (bus ids).
-_MAC_RE = re.compile(rf"(?<![{_HEX}:.-])[{_HEX}]{{2}}([:-])[{_HEX}]{{2}}(?:\1[{_HEX}]{{2}}){{4}}(?![{_HEX}:.-])")
+_MAC_RE = re.compile(
+    rf"(?<![{_HEX}:.-])[{_HEX}]{{2}}([:-])[{_HEX}]{{2}}(?:\1[{_HEX}]{{2}}){{4}}(?![{_HEX}:.-])"
+)
 # Candidates only: every match is checked with ipaddress before it is replaced.
 _IPV6_RE = re.compile(
     rf"(?<![0-9A-Za-z:.])(?:[{_HEX}]{{0,4}}:){{2,7}}(?:[{_HEX}]{{1,4}}|\d{{1,3}}(?:\.\d{{1,3}}){{3}})?(?![0-9A-Za-z:.])"
@@ -106,8 +108,14 @@ class _Redactor:
         text = _HOME_RE.sub(lambda m: m.group(1) + self.tok("user", m.group(2)), text)
         for kind, pattern in self.literals:
             if pattern is not None:
-                text = pattern.sub(lambda m, k=kind: self.tok(k, m.group(0).lower()), text)
+                text = pattern.sub(self._literal_sub(kind), text)
         return text
+
+    def _literal_sub(self, kind: str) -> Callable[[re.Match[str]], str]:
+        def sub(match: re.Match[str]) -> str:
+            return self.tok(kind, match.group(0).lower())
+
+        return sub
 
     def walk(self, node: Any, key: str = "", ipv4: bool = True) -> Any:
         if isinstance(node, dict):
@@ -167,6 +175,11 @@ def profile_secrets(profile: Profile, users: list[str] | None = None) -> list[st
     return _usable(values)
 
 
+def identifying_values(profile: Profile, users: list[str] | None = None) -> list[str]:
+    """Alias of :func:`profile_secrets` (the name the report writer uses)."""
+    return profile_secrets(profile, users)
+
+
 def _replace_fact(section: dict[str, Any], field: str, new: str) -> None:
     fact = section.get(field)
     if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
@@ -214,7 +227,7 @@ def redact_profile(profile: Profile, salt: str, users: list[str] | None = None) 
 
 
 def redact_text(text: str, secrets: list[str], salt: str) -> str:
-    """Second pass over rendered output (HTML): the same patterns plus every value in ``secrets``."""
+    """Second pass over rendered output (HTML): the same patterns plus each value in ``secrets``."""
     return _Redactor(salt, {"secret": list(secrets)}).text(text)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.model.advice import Advice
-from hwadvisor.model.bench import BenchStatus, Benchmarks, Measurement
+from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.render.console import human_duration
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,7 +97,7 @@ def throughput_chart(bench: Benchmarks | None) -> Chart:
     groups = [[(k, v) for k, v in rows.items() if v[0] == u and v[2] is not None] for u in units]
     fig = _figure(3.4)
     axes = fig.subplots(1, len(units), width_ratios=[max(len(g), 1) for g in groups], squeeze=False)
-    for ax, unit, group in zip(axes[0], units, groups):
+    for ax, unit, group in zip(axes[0], units, groups, strict=True):
         labels = [k for k, _ in group]
         xs = list(range(len(labels)))
         cpu_vals = [v[1] or 0.0 for _, v in group]
@@ -129,12 +129,17 @@ def crossover_chart(bench: Benchmarks | None) -> Chart:
     series = [
         ("CPU", [p.cpu_gflops for p in points], _CPU_COLOUR, "-"),
         (f"GPU kernel ({c.device})", [p.gpu_gflops for p in points], _GPU_COLOUR, "-"),
-        ("GPU with transfers", [p.gpu_with_transfer_gflops for p in points], _TRANSFER_COLOUR, "--"),
+        (
+            "GPU with transfers",
+            [p.gpu_with_transfer_gflops for p in points],
+            _TRANSFER_COLOUR,
+            "--",
+        ),
     ]
     for name, values, colour, style in series:
-        xy = [(p.n, v) for p, v in zip(points, values) if v is not None and v > 0]
+        xy = [(p.n, v) for p, v in zip(points, values, strict=True) if v is not None and v > 0]
         if xy:
-            ax.plot(*zip(*xy), style, marker="o", ms=3, label=name, color=colour)
+            ax.plot(*zip(*xy, strict=True), style, marker="o", ms=3, label=name, color=colour)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("matrix size n (n × n, FP32)")
@@ -175,7 +180,7 @@ def efficiency_chart(bench: Benchmarks | None) -> Chart:
     ys = list(range(len(rows)))
     colours = [_CPU_COLOUR if m.device == "cpu" else _GPU_COLOUR for m in rows]
     ax.barh(ys, values, color=colours)
-    for y, v in zip(ys, values):
+    for y, v in zip(ys, values, strict=True):
         ax.text(v + 1, y, f"{v:.0f} %", va="center", fontsize=FONT_PT)
     ax.set_yticks(ys, labels)
     ax.invert_yaxis()
@@ -188,7 +193,7 @@ def efficiency_chart(bench: Benchmarks | None) -> Chart:
 
 def _duration_ticks(low: float, high: float) -> list[float]:
     steps = [1, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400, 3650 * 86400]
-    ticks = [s for s in steps if low <= s <= high]
+    ticks = [float(s) for s in steps if low <= s <= high]
     return ticks or [low, high]
 
 
@@ -206,8 +211,9 @@ def time_to_train_chart(advice: Advice | None) -> Chart:
     ax = fig.subplots()
     ys = list(range(len(rows)))
     secs = [float(e.seconds or 0.0) for e in rows]
-    lows = [s - float(e.low_seconds if e.low_seconds is not None else s) for e, s in zip(rows, secs)]
-    highs = [float(e.high_seconds if e.high_seconds is not None else s) - s for e, s in zip(rows, secs)]
+    pairs = list(zip(rows, secs, strict=True))
+    lows = [s - (e.low_seconds if e.low_seconds is not None else s) for e, s in pairs]
+    highs = [(e.high_seconds if e.high_seconds is not None else s) - s for e, s in pairs]
     colours = [
         {True: _OK_COLOUR, False: _NO_COLOUR, None: _UNKNOWN_COLOUR}[e.meets_scenario] for e in rows
     ]
@@ -215,8 +221,8 @@ def time_to_train_chart(advice: Advice | None) -> Chart:
     ax.set_yticks(ys, [_short(e.hardware) for e in rows])
     ax.invert_yaxis()
     ax.set_xscale("log")
-    smallest = min(s - lo for s, lo in zip(secs, lows))
-    largest = max(s + hi for s, hi in zip(secs, highs))
+    smallest = min(s - lo for s, lo in zip(secs, lows, strict=True))
+    largest = max(s + hi for s, hi in zip(secs, highs, strict=True))
     limit_s = advice.this_machine.limit_hours * 3600
     smallest, largest = min(smallest, limit_s) / 2, max(largest, limit_s) * 2
     ax.set_xlim(smallest, largest)

@@ -8,15 +8,15 @@ the profile alone (dates come from ``created_utc``), so the same profile gives t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
 from hwadvisor.model.advice import Advice, HardwareEstimate
-from hwadvisor.model.bench import BenchStatus, Benchmarks, Measurement
+from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.charts import all_charts
@@ -34,7 +34,7 @@ def _packaged_source(name: str) -> tuple[str, str | None, Callable[[], bool]] | 
     return resource.read_text(encoding="utf-8"), None, lambda: True
 
 
-def make_environment(template_dir: Path | None = None) -> Any:
+def environment(template_dir: Path | None = None) -> Any:
     """The Jinja2 environment: ``template_dir`` first (an organization's copy), then the bundle."""
     import jinja2
 
@@ -77,7 +77,7 @@ def _label(m: Measurement) -> str:
 
 
 def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]) -> Any:
-    """The best OK measurement of ``case`` on the CPU (or on any GPU) in the first precision found."""
+    """The best OK run of ``case`` on the CPU (or on any GPU), in the first precision found."""
     if bench is None:
         return None
     for precision in precisions:
@@ -267,7 +267,7 @@ def render_html(
     """
     if paper not in PAPERS:
         raise ValueError(f"paper must be one of {', '.join(PAPERS)}, not {paper!r}")
-    env = make_environment(template_dir)
+    env = environment(template_dir)
     advice = profile.advice
     context = {
         "p": profile,

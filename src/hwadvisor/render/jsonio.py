@@ -26,8 +26,8 @@ def to_json(model: BaseModel) -> str:
     return text + "\n"
 
 
-def write_new_file(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically; fail if ``path`` already exists.
+def write_new_file(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` (or bytes) to ``path`` atomically; fail if ``path`` already exists.
 
     The data goes to a temporary file in the same folder, is flushed to disk, then linked into
     place: readers never see a half-written file, an existing file is never replaced, and an
@@ -41,8 +41,9 @@ def write_new_file(path: Path, text: str) -> Path:
     tmp_name: str | None = None
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         _link_exclusive(Path(tmp_name), path)

@@ -78,7 +78,8 @@ def install_hint(system: str | None = None, os_ids: set[str] | None = None) -> s
         return "sudo zypper install pango"
     return (
         "install Pango (>= 1.44) with your package manager "
-        "(Debian/Ubuntu: apt-get install libpango-1.0-0 libpangoft2-1.0-0; Fedora: dnf install pango)"
+        "(Debian/Ubuntu: apt-get install libpango-1.0-0 libpangoft2-1.0-0; "
+        "Fedora: dnf install pango)"
     )
 
 
@@ -92,7 +93,7 @@ def _unavailable(exc: BaseException) -> PdfUnavailable:
 
 
 def _load() -> tuple[Any, Any]:
-    """Import WeasyPrint lazily; raise :class:`PdfUnavailable` when it or its libraries are missing."""
+    """Import WeasyPrint lazily; :class:`PdfUnavailable` when it or its libraries are missing."""
     try:
         weasyprint = importlib.import_module("weasyprint")
         urls = importlib.import_module("weasyprint.urls")

@@ -1,0 +1,122 @@
+"""Writing a profile's files: JSON, HTML and PDF side by side, redacted where they leave.
+
+Redaction defaults: the JSON and the HTML stay as they are (local inventory), the PDF — the file
+that gets attached to purchase requests — is redacted unless asked otherwise (``--no-redact``).
+``--redact`` redacts all three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hwadvisor.errors import UsageError
+from hwadvisor.model.profile import Profile
+from hwadvisor.render.jsonio import to_json, write_new_file
+
+FORMATS = ("json", "html", "pdf")
+PAPERS = ("A4", "Letter")
+
+
+def parse_formats(text: str, allowed: tuple[str, ...] = FORMATS) -> list[str]:
+    """``"json,html"`` → ``["json", "html"]``; unknown names are a usage error."""
+    chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
+    bad = [f for f in chosen if f not in allowed]
+    if bad or not chosen:
+        raise UsageError(
+            f"--format takes a comma-separated list of {', '.join(allowed)}"
+            + (f", not {bad[0]!r}" if bad else "")
+        )
+    return list(dict.fromkeys(chosen))
+
+
+def parse_paper(text: str) -> str:
+    for paper in PAPERS:
+        if text.lower() == paper.lower():
+            return paper
+    raise UsageError(f"--paper is A4 or Letter, not {text!r}")
+
+
+@dataclass
+class Written:
+    files: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _free_stem(folder: Path, stem: str, formats: list[str]) -> str:
+    """A stem for which none of the files exist yet, so the three always share a name."""
+    for attempt in range(1, 1000):
+        candidate = stem if attempt == 1 else f"{stem}-{attempt}"
+        if not any((folder / f"{candidate}.{fmt}").exists() for fmt in formats):
+            return candidate
+    raise UsageError(f"too many files named {stem}* in {folder}")
+
+
+def write_reports(
+    profile: Profile,
+    *,
+    folder: Path,
+    stem: str,
+    formats: list[str],
+    paper: str = "A4",
+    template_dir: Path | None = None,
+    redact: bool | None = None,
+    source_text: str | None = None,
+) -> Written:
+    """Write the chosen formats as ``folder/stem.<format>``; never overwrite.
+
+    ``source_text`` is the JSON the report is rendered from (a saved file's exact text); by
+    default the profile's own JSON. Its SHA-256 goes into the report's appendix.
+    """
+    from hwadvisor.redact import default_salt, redact_profile
+
+    done = Written()
+    stem = _free_stem(folder, stem, formats)
+    salt = default_salt()
+    redact_all = bool(redact)
+    redact_pdf = redact is not False
+    shown = redact_profile(profile, salt) if redact_all else profile
+    json_text = to_json(shown) if redact_all or source_text is None else source_text
+    if "json" in formats:
+        done.files.append(write_new_file(folder / f"{stem}.json", json_text))
+    sha = hashlib.sha256(json_text.encode("utf-8")).hexdigest()
+    if "html" in formats:
+        done.files.append(
+            write_new_file(
+                folder / f"{stem}.html",
+                _html(shown, profile, sha, paper, template_dir, redact_all, salt),
+            )
+        )
+    if "pdf" in formats:
+        from hwadvisor.render.pdf import PdfUnavailable, render_pdf
+
+        pdf_profile = redact_profile(profile, salt) if redact_pdf else profile
+        html = _html(pdf_profile, profile, sha, paper, template_dir, redact_pdf, salt)
+        try:
+            data = render_pdf(html)
+        except PdfUnavailable as exc:
+            done.warnings.append(f"no PDF: {exc}")
+        else:
+            done.files.append(write_new_file(folder / f"{stem}.pdf", data))
+    return done
+
+
+def _html(
+    shown: Profile,
+    original: Profile,
+    sha: str,
+    paper: str,
+    template_dir: Path | None,
+    redacted: bool,
+    salt: str,
+) -> str:
+    from hwadvisor.render.html import render_html
+
+    html = render_html(shown, source_sha256=sha, paper=paper, template_dir=template_dir)
+    if redacted:
+        # A second pass over the rendered text, for identifiers that reached it some other way.
+        from hwadvisor.redact import identifying_values, redact_text
+
+        html = redact_text(html, identifying_values(original), salt)
+    return html

@@ -1,0 +1,157 @@
+"""The HTML report: deterministic, escaped, self-contained, and overridable by a template dir."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.model.facts import Source, fact
+from hwadvisor.model.load import load_profile
+from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.render.charts import crossover_chart, throughput_chart, time_to_train_chart
+from hwadvisor.render.html import render_html
+
+REPORTS = Path(__file__).parent / "fixtures" / "reports"
+SHA = "0123456789abcdef" * 4
+HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "{{ 7*7 }}"]
+
+
+def _load(name: str) -> Profile:
+    return load_profile(REPORTS / f"{name}.json")
+
+
+def _page_one(html: str) -> str:
+    start = html.index('<section class="page-one">')
+    return html[start : html.index("</section>", start)]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, str]:
+    return {
+        name: render_html(_load(name), source_sha256=SHA)
+        for name in ("cpu-only", "single-gpu", "eight-gpu")
+    }
+
+
+@pytest.mark.parametrize("name", ["cpu-only", "single-gpu", "eight-gpu"])
+def test_same_profile_same_html(name: str, rendered: dict[str, str]) -> None:
+    again = render_html(_load(name), source_sha256=SHA)
+    assert again == rendered[name]
+
+
+def test_page_one_has_the_verdict(rendered: dict[str, str]) -> None:
+    one = _page_one(rendered["single-gpu"])
+    advice = _load("single-gpu").advice
+    assert advice is not None
+    assert f"Scenario {advice.scenario.id}: {advice.scenario.title}" in one
+    assert f"({advice.scenario.confidence} confidence)" in one
+    assert "This machine does not meet the workload." in one
+    assert "Recommended hardware class: <strong>24 GB high-end GPU (RTX 4090 class)" in one
+    assert "Best GPU matrix multiply (bf16)" in one
+    assert "Small-CNN training step, GPU vs CPU" in one
+    assert "Training memory needed vs available" in one
+    assert "Time to train" in one and "data:image/svg+xml;base64," in one
+
+
+def test_page_one_without_a_workload() -> None:
+    profile = _load("single-gpu")
+    profile.advice = None
+    one = _page_one(render_html(profile, source_sha256=SHA))
+    assert "No workload given." in one
+    assert "Machine summary" in one and "NVIDIA GeForce RTX 3080" in one
+    assert "CPU matrix multiply (FP32)" in one
+
+
+def test_cost_line_when_prices_were_given() -> None:
+    profile = _load("single-gpu")
+    assert profile.advice is not None
+    profile.advice.currency = "EUR"
+    for e in profile.advice.estimates:
+        e.purchase_cost, e.hourly_cost, e.run_cost = 2000.0, 0.8, 19.0
+    one = _page_one(render_html(profile, source_sha256=SHA))
+    assert "Cost (EUR)" in one and "buy 2,000" in one
+
+
+def test_hostile_strings_are_escaped() -> None:
+    profile = _load("single-gpu")
+    script, attr, template = HOSTILE
+    profile.host.hostname = fact(script, Source.OS)
+    profile.cpu.model_name = fact(attr, Source.CPUINFO)
+    profile.gpus[0].name = fact(template, Source.NVML)
+    html = render_html(profile, source_sha256=SHA)
+    assert "<script" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "onerror=alert(2)>" not in html
+    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "{{ 7*7 }}" in html  # data is never evaluated as a template
+
+
+def test_no_external_urls(rendered: dict[str, str]) -> None:
+    for html in rendered.values():
+        sources = re.findall(r'(?:src|href)="([^"]*)"', html)
+        assert sources and all(s.startswith("data:image/svg+xml;base64,") for s in sources)
+        text = re.sub(r"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+", "", html)
+        assert not re.search(r"https?:|file:|url\(", text)
+
+
+def test_paper_size_and_print_rules(rendered: dict[str, str]) -> None:
+    html = rendered["cpu-only"]
+    assert "size: A4;" in html
+    assert 'counter(page) " of " counter(pages)' in html
+    assert "tr { break-inside: avoid; }" in html
+    assert "thead { display: table-header-group; }" in html
+    letter = render_html(_load("cpu-only"), source_sha256=SHA, paper="Letter")
+    assert "size: Letter;" in letter
+    with pytest.raises(ValueError, match="paper"):
+        render_html(_load("cpu-only"), source_sha256=SHA, paper="A4; } body { x")
+
+
+def test_custom_template_dir_overrides_header(tmp_path: Path) -> None:
+    base = (Path(__file__).parent.parent / "templates" / "base.html.j2").read_text()
+    custom = base.replace(
+        '<div class="brand">hwadvisor</div>', '<div class="brand">ACME Research IT</div>'
+    )
+    assert custom != base
+    (tmp_path / "base.html.j2").write_text(custom)
+    (tmp_path / "report.css").write_text(".brand { color: #aa0000; }\n")
+    html = render_html(_load("cpu-only"), source_sha256=SHA, template_dir=tmp_path)
+    assert "ACME Research IT" in html
+    assert ".brand { color: #aa0000; }" in html
+    assert "#2b6cb0" not in html.split("</style>")[0]  # the bundled CSS was replaced
+
+
+def test_no_gpu_charts_say_why(rendered: dict[str, str]) -> None:
+    profile = _load("cpu-only")
+    assert throughput_chart(profile.benchmarks).why_not == "no GPU: nothing to compare"
+    assert crossover_chart(profile.benchmarks).svg_data_uri is None
+    assert "No chart: no GPU: nothing to compare." in rendered["cpu-only"]
+    assert time_to_train_chart(None).why_not == "no workload given"
+
+
+def test_eight_gpus_all_rendered(rendered: dict[str, str]) -> None:
+    html = rendered["eight-gpu"]
+    profile = _load("eight-gpu")
+    assert len(profile.gpus) == 8
+    gpus = html[html.index('<table class="gpus">') :]
+    gpus = gpus[: gpus.index("</table>")]
+    assert gpus.count("NVIDIA A100-SXM4-40GB") == 8
+    assert all(f"cuda:{i}" in html for i in range(8))
+    assert html.count("data:image/svg+xml;base64,") == 4
+
+
+def test_lost_gpu_and_sha_in_appendix() -> None:
+    profile = _load("single-gpu")
+    profile.gpus.append(GpuInfo(index=1, vendor="nvidia", backend="cuda", lost=True))
+    html = render_html(profile, source_sha256=SHA)
+    assert "GPU lost (fell off the bus)" in html
+    assert SHA in html and "schema version" in html
+
+
+def test_schema_1_profile_renders() -> None:
+    profile = load_profile(Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json")
+    html = render_html(profile, source_sha256=SHA)
+    assert "No workload given." in html
+    assert "The scan ran without benchmarks." in html
+    assert "No chart: no benchmarks in this profile." in html

@@ -1,0 +1,188 @@
+"""PDF rendering: text and figures come through, nothing is fetched from disk or network."""
+
+from __future__ import annotations
+
+import base64
+import io
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.render import pdf as pdfmod
+from hwadvisor.render.pdf import PdfUnavailable, pdf_available, render_pdf
+
+pypdf = pytest.importorskip("pypdf")
+if not pdf_available()[0]:  # pragma: no cover - depends on the machine's system libraries
+    pytest.skip(f"WeasyPrint unavailable: {pdf_available()[1]}", allow_module_level=True)
+
+
+def _svg_chart(values: list[int]) -> str:
+    bars = "".join(
+        f'<rect x="{10 + i * 30}" y="{110 - v}" width="20" height="{v}" fill="#3a7"/>'
+        for i, v in enumerate(values)
+    )
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="120" viewBox="0 0 300 120">'
+        f'{bars}<text x="10" y="118" font-size="8">TFLOPS</text></svg>'
+    )
+
+
+def _data_svg(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def report_html(extra: str = "") -> str:
+    charts = "".join(
+        f'<figure><img src="{_data_svg(_svg_chart([20 + i * 7, 60, 90 - i * 5, 40]))}" '
+        f'alt="chart {i}"><figcaption>Figure {i}: matmul throughput</figcaption></figure>'
+        for i in range(3)
+    )
+    inline = _svg_chart([10, 30, 50, 70, 90])
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>hwadvisor report</title>
+<style>body {{ font-family: sans-serif; }} h1 {{ color: #225; }}</style></head><body>
+<h1>Verdict: ENOUGH for fine-tuning 7B</h1>
+<table><tr><th>VRAM</th><td>80.0 GiB</td></tr>
+<tr><th>FP16 matmul</th><td>612.3 TFLOPS</td></tr></table>
+{charts}{inline}{extra}</body></html>"""
+
+
+def _text(pdf: bytes) -> tuple[str, int]:
+    reader = pypdf.PdfReader(io.BytesIO(pdf))
+    text = " ".join(page.extract_text() or "" for page in reader.pages)
+    return " ".join(text.split()), len(reader.pages)
+
+
+def test_renders_verdict_and_figures_small() -> None:
+    pdf = render_pdf(report_html())
+    assert pdf.startswith(b"%PDF-")
+    text, pages = _text(pdf)
+    assert pages >= 1
+    assert "Verdict: ENOUGH for fine-tuning 7B" in text
+    assert "612.3 TFLOPS" in text and "80.0 GiB" in text
+    assert "Figure 2: matmul throughput" in text
+    assert len(pdf) < 1_000_000
+
+
+class _Listener:
+    """A TCP listener on 127.0.0.1 that records every connection it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+def test_no_file_or_network_fetch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = "HWADVISOR-SECRET-MARKER-7f3a91"
+    secret_css = tmp_path / "secret.css"
+    secret_css.write_text(f'body::after {{ content: "{marker}"; }}')
+    secret_svg = tmp_path / "secret.svg"
+    secret_svg.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="20">'
+        f'<text x="0" y="15">{marker}</text></svg>'
+    )
+    opened: list[str] = []
+
+    def no_urlopen(*args: object, **kwargs: object) -> None:
+        opened.append(repr(args))
+        raise AssertionError("urllib.request.urlopen must not be used")
+
+    monkeypatch.setattr("urllib.request.urlopen", no_urlopen)
+    listener = _Listener()
+    try:
+        http_url = f"http://127.0.0.1:{listener.port}/x.png"
+        extra = f"""
+<link rel="stylesheet" href="{secret_css.as_uri()}">
+<style>h1 {{ background: url("file:///etc/passwd"); }}
+  table {{ background-image: url("{http_url}"); }}
+  @import url("{secret_css.as_uri()}");</style>
+<img src="file:///etc/passwd"><img src="{secret_svg.as_uri()}"><img src="{http_url}">
+<img src="http://127.0.0.1:9/x"><img src="relative/secret.svg">"""
+        refused: list[str] = []
+        pdf = render_pdf(report_html(extra), refused=refused)
+    finally:
+        listener.close()
+
+    assert listener.connections == 0
+    assert opened == []
+    text, _ = _text(pdf)
+    assert marker not in text
+    assert marker.encode() not in pdf
+    assert b"root:" not in pdf
+    assert "Verdict: ENOUGH" in text  # the data: figures and the page itself still render
+    for url in (secret_css.as_uri(), secret_svg.as_uri(), "file:///etc/passwd", http_url):
+        assert url in refused, url
+    assert not any(url.startswith("data:") for url in refused)
+
+
+def test_data_images_render() -> None:
+    with_images = render_pdf(report_html())
+    refused: list[str] = []
+    without = render_pdf(report_html().replace("data:image/svg+xml", "file:///x"), refused=refused)
+    assert len(refused) == 3
+    # The data: charts are drawn (their SVG text is in the PDF); refused ones fall back to alt text.
+    text_with, _ = _text(with_images)
+    text_without, _ = _text(without)
+    assert text_with.count("TFLOPS") == 5  # table + 3 data: charts + inline SVG
+    assert "chart 0" not in text_with
+    assert text_without.count("TFLOPS") == 2
+    assert "chart 0" in text_without
+
+
+def test_unavailable_when_import_broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "weasyprint", None)
+    monkeypatch.delitem(sys.modules, "weasyprint.urls", raising=False)
+    ok, reason = pdf_available()
+    assert not ok and reason is not None
+    with pytest.raises(PdfUnavailable) as info:
+        render_pdf("<p>x</p>")
+    message = str(info.value)
+    assert "\n" not in message
+    assert pdfmod.install_hint() in message
+
+
+@pytest.mark.parametrize(
+    ("system", "ids", "expected"),
+    [
+        ("Linux", {"debian"}, "apt-get install libpango-1.0-0 libpangoft2-1.0-0"),
+        ("Linux", {"ubuntu", "debian"}, "apt-get install libpango-1.0-0 libpangoft2-1.0-0"),
+        ("Linux", {"fedora"}, "dnf install pango"),
+        ("Darwin", set(), "brew install pango"),
+        ("Windows", set(), "MSYS2"),
+        ("Linux", set(), "Pango"),
+    ],
+)
+def test_install_hint_per_os(system: str, ids: set[str], expected: str) -> None:
+    hint = pdfmod.install_hint(system, ids)
+    assert expected in hint
+    assert "\n" not in hint
+
+
+def test_os_release_parsing(tmp_path: Path) -> None:
+    release = tmp_path / "os-release"
+    release.write_text('NAME="Ubuntu"\nID=ubuntu\nID_LIKE="debian"\n')
+    assert pdfmod._os_release_ids(release) == {"ubuntu", "debian"}
+    assert pdfmod._os_release_ids(tmp_path / "missing") == set()
