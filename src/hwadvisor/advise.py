@@ -451,24 +451,41 @@ def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candi
 
 def _this_cpu(w: Workload, profile: Profile) -> Rate:
     cpu = profile.cpu
-    usable = cpu.usable_cpus.value or cpu.logical_cores.value or 1
-    memory = profile.memory.cgroup_limit_bytes.value or profile.memory.total_bytes.value
-    title = f"this machine's CPU ({cpu.model_name.value or 'unknown model'}, {usable} CPUs)"
-    if w.kind == "classical":
-        return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
     bench = profile.benchmarks
-    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
-    matmul = _ok(bench, "cpu", "matmul", precision) or _ok(bench, "cpu", "matmul", "fp32")
+    known = cpu.usable_cpus.value or cpu.logical_cores.value or (bench.threads if bench else None)
+    usable = known or 1
+    memory = profile.memory.cgroup_limit_bytes.value or profile.memory.total_bytes.value
+    count = f"{known} CPU{'s' if known != 1 else ''}" if known else "CPU count unknown"
+    title = f"this machine's CPU ({cpu.model_name.value or 'unknown model'}, {count})"
+    if w.kind == "classical":
+        if not known:
+            return Rate(
+                title,
+                "this-machine",
+                0,
+                None,
+                memory,
+                memory,
+                notes=["the profile does not say how many CPUs: no estimate"],
+            )
+        return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
     step = _ok(bench, "cpu", "train_step")
-    if matmul is not None and matmul.best:
-        rate = matmul.best * 1e9
-        eff = default_efficiency(w, "cpu")
-        note = f"measured {matmul.precision} matmul {matmul.best:,.0f} GFLOP/s"
-        if w.kind == "conv" and step is not None and step.params.get("train_gflops_per_s"):
-            # The training-step benchmark calibrates real conv training on this CPU.
-            achieved = float(step.params["train_gflops_per_s"]) * 1e9
-            eff = min(1.0, achieved / rate)
-            note += f"; the small-CNN training step reached {eff:.0%} of it"
+    fp32 = _ok(bench, "cpu", "matmul", "fp32")
+    if (
+        w.kind == "conv"
+        and fp32 is not None
+        and fp32.best
+        and step is not None
+        and step.params.get("train_gflops_per_s")
+    ):
+        # The training-step benchmark (an fp32 conv net) calibrates conv training on this CPU,
+        # against the fp32 matmul measured beside it.
+        rate = fp32.best * 1e9
+        eff = min(1.0, float(step.params["train_gflops_per_s"]) * 1e9 / rate)
+        note = (
+            f"measured fp32 matmul {fp32.best:,.0f} GFLOP/s; the small-CNN training step "
+            f"reached {eff:.0%} of it"
+        )
         return Rate(
             title,
             "this-machine",
@@ -479,6 +496,12 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
             calibrated=True,
             notes=[note],
         )
+    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
+    matmul = _ok(bench, "cpu", "matmul", precision) or fp32
+    if matmul is not None and matmul.best:
+        note = f"measured {matmul.precision} matmul {matmul.best:,.0f} GFLOP/s"
+        est = estimate(w, rate_flops=matmul.best * 1e9, efficiency=default_efficiency(w, "cpu"))
+        return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=[note])
     details = cpu_peak_details(cpu)
     if details.gflops is None:
         return Rate(
@@ -540,7 +563,7 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
         )
     elif profile.benchmarks is None:
         notes.append("no benchmarks in the profile: catalog peak × default efficiency")
-    if not profile.frameworks.torch.cuda_available.value:
+    if profile.frameworks.torch.cuda_available.value is False:
         notes.append("PyTorch cannot use this GPU yet (see the findings)")
     est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
     return Rate(

@@ -8,6 +8,7 @@ the profile alone (dates come from ``created_utc``), so the same profile gives t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from importlib.resources import files
 from pathlib import Path
@@ -57,7 +58,7 @@ def environment(template_dir: Path | None = None) -> Any:
     env.filters["duration"] = human_duration
     env.filters["bytes"] = lambda n: "—" if n is None else human_bytes(n)
     env.filters["rate"] = format_rate
-    env.filters["fact"] = show_fact
+    env.filters["fact"] = brief_fact
     return env
 
 
@@ -70,6 +71,11 @@ def show_fact(f: Fact[Any], fmt: Callable[[Any], str] = str) -> str:
     if isinstance(f.value, list):
         return ", ".join(str(v) for v in f.value) or "none"
     return fmt(f.value)
+
+
+def brief_fact(f: Fact[Any]) -> str:
+    """A fact in running text: its value, or just "unknown" (the appendix gives the reasons)."""
+    return "unknown" if f.value is None else show_fact(f)
 
 
 def _label(m: Measurement) -> str:
@@ -201,21 +207,95 @@ def _walk_facts(model: BaseModel, prefix: str) -> Iterator[tuple[str, Fact[Any]]
                     yield from _walk_facts(item, f"{path}[{i}]")
 
 
+_INDEXED = re.compile(r"^(.*?)\[(\d+)\]\.(.*)$")
+
+
 def raw_facts(profile: Profile) -> list[dict[str, str]]:
-    """Every fact of the profile (benchmarks and advice excluded: they have their own tables)."""
-    rows = []
+    """Every fact of the profile (benchmarks and advice excluded: they have their own tables).
+
+    Identical facts of several devices (8 GPUs of one model) are one row, ``gpus[0-7].name``:
+    an 8-GPU appendix stays a few pages, not twenty.
+    """
+    rows: list[dict[str, str]] = []
+    groups: dict[str, list[dict[str, str]]] = {}
     for path, f in _walk_facts(profile, ""):
         if path.startswith(("benchmarks", "advice")):
             continue
-        rows.append(
-            {
-                "path": path,
-                "value": show_fact(f) if f.value is not None else "—",
-                "source": f.source.value if f.source is not None else "—",
-                "reason": f.reason or "",
-            }
+        row = {
+            "path": path,
+            "value": show_fact(f) if f.value is not None else "—",
+            "source": f.source.value if f.source is not None else "—",
+            "reason": f.reason or "",
+        }
+        match = _INDEXED.match(path)
+        if match is None:
+            rows.append(row)
+            continue
+        key = f"{match.group(1)}[*].{match.group(3)}"
+        if key not in groups:
+            groups[key] = []
+            rows.append({"path": key, "value": "", "source": "", "reason": ""})  # placeholder
+        groups[key].append({**row, "index": match.group(2)})
+    out = []
+    for row in rows:
+        members = groups.get(row["path"])
+        if members is None:
+            out.append(row)
+            continue
+        first = members[0]
+        same = all(
+            (m["value"], m["source"], m["reason"])
+            == (first["value"], first["source"], first["reason"])
+            for m in members
         )
-    return rows
+        if same and len(members) > 1:
+            span = f"{members[0]['index']}-{members[-1]['index']}"
+            out.append({**first, "path": row["path"].replace("[*]", f"[{span}]")})
+        else:
+            out.extend({k: v for k, v in m.items() if k != "index"} for m in members)
+    return out
+
+
+#: From this many GPUs on, each case is one row with the spread across GPUs (an 8-GPU table
+#: stays readable, and the PDF short); every GPU's figure is in the JSON.
+GROUP_GPUS_FROM = 3
+
+
+def _grouped(bench: Benchmarks) -> list[tuple[Measurement, str | None]]:
+    """The measurements, GPU cases of many GPUs folded into one row: the median GPU's figure,
+    with a note giving the range and the device list."""
+    gpu_devices = sorted({m.device for m in bench.measurements if m.device.startswith("cuda")})
+    if len(gpu_devices) < GROUP_GPUS_FROM:
+        return [(m, None) for m in bench.measurements]
+    out: list[tuple[Measurement, str | None]] = []
+    seen: set[tuple[str, str | None, str | None]] = set()
+    for m in bench.measurements:
+        if not m.device.startswith("cuda"):
+            out.append((m, None))
+            continue
+        key = (m.case, m.precision, m.variant)
+        if key in seen:
+            continue
+        seen.add(key)
+        same = [
+            x
+            for x in bench.measurements
+            if (x.case, x.precision, x.variant) == key and x.device.startswith("cuda")
+        ]
+        ok = sorted(
+            (x for x in same if x.status == BenchStatus.OK and x.best is not None),
+            key=lambda x: x.best or 0.0,
+        )
+        if not ok:
+            out.append((same[0], f"on {len(same)} GPUs"))
+            continue
+        middle = ok[len(ok) // 2]
+        note = (
+            f"{len(ok)} of {len(same)} GPUs; best from {format_rate(ok[0].best, m.unit)} "
+            f"to {format_rate(ok[-1].best, m.unit)}; row shows the median GPU"
+        )
+        out.append((middle.model_copy(update={"device": f"cuda:0-{len(gpu_devices) - 1}"}), note))
+    return out
 
 
 def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
@@ -223,7 +303,7 @@ def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
     if bench is None:
         return []
     rows = []
-    for m in bench.measurements:
+    for m, group_note in _grouped(bench):
         ok = m.status == BenchStatus.OK
         spread = f" ±{m.spread * 100:.0f} %" if m.spread is not None else ""
         if m.efficiency is not None:
@@ -231,6 +311,8 @@ def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
         else:
             eff = "—"
         notes = [n for n in (m.message, m.efficiency_note if m.efficiency is None else None) if n]
+        if group_note:
+            notes.insert(0, group_note)
         if m.confidence.value == "low":
             notes.append("low confidence")
         rows.append(
@@ -250,6 +332,21 @@ def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+_CHART_CACHE: dict[str, Any] = {}
+
+
+def _charts(profile: Profile) -> Any:
+    """The charts, drawn once per content: a report's HTML and its (redacted) PDF share them,
+    and charts carry no identifying data."""
+    key = (profile.benchmarks.model_dump_json() if profile.benchmarks else "") + (
+        profile.advice.model_dump_json() if profile.advice else ""
+    )
+    if key not in _CHART_CACHE:
+        _CHART_CACHE.clear()  # one report at a time: keep memory flat
+        _CHART_CACHE[key] = all_charts(profile.benchmarks, profile.advice)
+    return _CHART_CACHE[key]
 
 
 def render_html(
@@ -282,7 +379,7 @@ def render_html(
         "recommended": recommended(advice),
         "key_measurements": key_measurements(profile),
         "measurements": measurement_rows(profile.benchmarks),
-        "charts": all_charts(profile.benchmarks, advice),
+        "charts": _charts(profile),
         "facts": raw_facts(profile),
     }
     text: str = env.get_template("report.html.j2").render(**context)

@@ -42,6 +42,9 @@ def write_new_file(path: Path, text: str | bytes) -> Path:
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
         data = text.encode("utf-8") if isinstance(text, str) else text
+        if hasattr(os, "fchmod"):
+            # mkstemp creates 0600; a report is an ordinary file: the user's umask decides.
+            os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -59,6 +62,12 @@ def write_new_file(path: Path, text: str | bytes) -> Path:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _link_exclusive(src: Path, dst: Path) -> None:
