@@ -612,7 +612,10 @@ def diff(
         from hwadvisor.diff import render_diff_html
         from hwadvisor.render.html import environment
 
-        page = render_diff_html(result, environment())
+        env = environment()
+        # The shared page layout: paper, running header date and tool version.
+        env.globals.update(paper="A4", date=result.b_created[:10], tool_version=__version__)
+        page = render_diff_html(result, env)
         if html is not None:
             write_new_file(html, page)
         if pdf is not None:
