@@ -17,6 +17,7 @@ depend on it.
 from __future__ import annotations
 
 import importlib
+import logging
 import platform
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,16 @@ def render_pdf(html: str, refused: list[str] | None = None) -> bytes:
     weasyprint, urls = _load()
     record: list[str] = refused if refused is not None else []
     fetcher = _data_only_fetcher(urls, record)
-    document = weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher)
-    pdf = document.write_pdf(**PDF_OPTIONS)
+    # A refused URL is expected here, not an error worth a console line: WeasyPrint logs each at
+    # ERROR level. The refusals are kept in ``refused`` instead.
+    logger = logging.getLogger("weasyprint")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        document = weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher)
+        pdf = document.write_pdf(**PDF_OPTIONS)
+    finally:
+        logger.setLevel(level)
     if not isinstance(pdf, bytes):  # pragma: no cover - write_pdf without target returns bytes
         raise TypeError("WeasyPrint returned no PDF bytes")
     return pdf
