@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.facts import Fact, StrictModel
 from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.units import human_bytes
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -79,15 +80,6 @@ class ProfileDiff(StrictModel):
 # Formatting of fact values
 
 
-def _human_bytes(n: float) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
-
-
 def _fmt(value: Any, field: str) -> str:
     if value is None:
         return "unknown"
@@ -97,7 +89,7 @@ def _fmt(value: Any, field: str) -> str:
         return ", ".join(str(v) for v in value) or "none"
     if isinstance(value, (int, float)):
         if field.endswith("_bytes"):
-            return _human_bytes(value)
+            return human_bytes(value)
         if field.endswith("_mhz"):
             return f"{float(value):,.0f} MHz"
         if field.endswith("_watts"):

@@ -18,18 +18,9 @@ from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
+from hwadvisor.units import human_bytes
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-
-
-def human_bytes(n: float) -> str:
-    """1536 → "1.5 KiB"; binary units, as memory sizes are."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
 
 
 def show(f: Fact[Any], fmt: Callable[[Any], str] = str, *, why: bool = False) -> Text:
