@@ -27,7 +27,7 @@ from hwadvisor.importers.nvidia_smi_table import (
 )
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
 from hwadvisor.model.facts import Fact, unknown
-from hwadvisor.model.load import parse_profile
+from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
     Diagnostics,
     HostIdentity,
@@ -54,15 +54,7 @@ _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 def import_file(path: Path) -> Profile:
     """Read ``path`` and import it (see :func:`import_text`)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not text (not UTF-8; a binary file?)") from exc
-    return import_text(text, str(path))
+    return import_text(read_text_file(path), str(path))
 
 
 def import_text(text: str, origin: str) -> Profile:

@@ -50,14 +50,18 @@ def parse_profile(text: str, origin: str = "profile") -> Profile:
         ) from exc
 
 
-def load_profile(path: Path) -> Profile:
-    """Read and validate a profile file."""
+def read_text_file(path: Path) -> str:
+    """The text of an input file; unreadable or binary files are one-line input errors."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # tolerate the BOM some Windows editors write
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (binary file?)") from exc
-    return parse_profile(text, str(path))
+        raise InputError(f"{path}: not text (not UTF-8; a binary file?)") from exc
+
+
+def load_profile(path: Path) -> Profile:
+    """Read and validate a profile file."""
+    return parse_profile(read_text_file(path), str(path))
