@@ -11,9 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import operator
-import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from hwadvisor.catalog.peaks import (
     find_gpu_peak,
     load_catalog,
 )
+from hwadvisor.catalog.toml import packaged_text, parse_toml
 from hwadvisor.errors import InputError, UsageError
 from hwadvisor.model.advice import (
     Advice,
@@ -46,11 +45,6 @@ from hwadvisor.workloads import (
     total_training_flops,
     training_memory_bytes,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 needs the tomli backport (same API)
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 GB = 1e9
 #: Large matmuls reach about this fraction of a GPU's dense peak; a measured matmul below it
@@ -116,7 +110,7 @@ class RulesError(InputError):
 def load_rules(path: Path | None = None) -> Rules:
     """The built-in rules, or an organization's file."""
     if path is None:
-        text = resources.files("hwadvisor.catalog").joinpath("rules.toml").read_text("utf-8")
+        text = packaged_text("rules.toml")
         origin = "built-in rules"
     else:
         try:
@@ -124,11 +118,7 @@ def load_rules(path: Path | None = None) -> Rules:
         except (OSError, UnicodeDecodeError) as exc:
             raise RulesError(f"cannot read rules file {path}: {exc}") from exc
         origin = str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RulesError(f"{origin}: not valid TOML: {exc}") from exc
-    return _parse_rules(data, origin)
+    return _parse_rules(parse_toml(text, origin, RulesError), origin)
 
 
 def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -321,11 +311,10 @@ class Prices:
 def load_prices(path: Path) -> Prices:
     """A user's price file (see the README's example)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read prices file {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    data = parse_toml(text, str(path), InputError)
     entries: dict[str, tuple[float | None, float | None]] = {}
     for index, row in enumerate(data.get("price", []), 1):
         where = f"{path}: [[price]] {index}"

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from hwadvisor.catalog.peaks import GpuPeak, peak_for
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 needs the tomli backport (same API)
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+from hwadvisor.catalog.toml import packaged_text, parse_toml
 
 __all__ = [
     "DEVICE_CLASSES",
@@ -124,17 +118,11 @@ def load_workloads() -> list[Workload]:
 
 @lru_cache(maxsize=1)
 def _default_workloads() -> tuple[Workload, ...]:
-    # importlib.resources, not __file__, so that it works from a wheel or a zip too.
-    package = resources.files("hwadvisor.catalog")
-    text = package.joinpath(WORKLOADS_RESOURCE).read_text(encoding="utf-8")
-    return tuple(_parse_workloads(text, WORKLOADS_RESOURCE))
+    return tuple(_parse_workloads(packaged_text(WORKLOADS_RESOURCE), WORKLOADS_RESOURCE))
 
 
 def _parse_workloads(text: str, origin: str) -> list[Workload]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise WorkloadError(f"{origin}: not valid TOML: {exc}") from exc
+    data = parse_toml(text, origin, WorkloadError)
     table = data.get("bytes_per_parameter", DEFAULT_BYTES_PER_PARAMETER)
     if not isinstance(table, dict):
         raise WorkloadError(f"{origin}: [bytes_per_parameter] must be a table")

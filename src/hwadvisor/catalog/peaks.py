@@ -10,18 +10,13 @@ import importlib
 import math
 import pickle
 import re
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 needs the tomli backport (same API)
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+from hwadvisor.catalog.toml import packaged_text, parse_toml
 
 if TYPE_CHECKING:
     from hwadvisor.model.profile import CpuInfo
@@ -98,16 +93,11 @@ def load_catalog(path: Path | None = None) -> list[GpuPeak]:
 
 @lru_cache(maxsize=1)
 def _default_catalog() -> tuple[GpuPeak, ...]:
-    # importlib.resources rather than __file__, so that it works from a wheel or a zip too.
-    text = resources.files(__package__).joinpath(CATALOG_RESOURCE).read_text(encoding="utf-8")
-    return tuple(_parse_catalog(text, CATALOG_RESOURCE))
+    return tuple(_parse_catalog(packaged_text(CATALOG_RESOURCE), CATALOG_RESOURCE))
 
 
 def _parse_catalog(text: str, origin: str) -> list[GpuPeak]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{origin}: not valid TOML: {exc}") from exc
+    data = parse_toml(text, origin, CatalogError)
     extra = sorted(set(data) - {"gpu"})
     if extra:
         raise CatalogError(f"{origin}: unknown top-level key {extra[0]!r} (only [[gpu]] tables)")
