@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwadvisor.cli import main
+from hwadvisor.model.profile import SCHEMA_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
@@ -137,7 +138,7 @@ def test_import_writes_unique_profiles(capsys: pytest.CaptureFixture[str], tmp_p
     stem = "telegraf-a100-sxm4-80gb-mig-imported"
     assert names == [f"{stem}-2.json", f"{stem}.json"]
     first = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
-    assert first["schema_version"] == 3
+    assert first["schema_version"] == SCHEMA_VERSION
     # The written profile is itself a valid --profile.
     assert main(["advise", "--profile", str(out / f"{stem}.json"), "-w", "small-cnn"]) == 0
 
@@ -147,7 +148,7 @@ def test_import_json_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert code in (0, 3)
     doc = json.loads(out)
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == SCHEMA_VERSION
     assert any("A100" in (g["name"]["value"] or "") for g in doc["gpus"])
 
 

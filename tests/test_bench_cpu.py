@@ -23,10 +23,17 @@ from hwadvisor.probes.bench.models import (
     small_cnn_train_flops_per_sample,
 )
 from hwadvisor.probes.bench.plan import BenchContext, BenchPlan, CaseSpec, run_plan
+from tests.helpers import load
 
 torch = pytest.importorskip("torch")
 
 THREADS = 2
+
+
+@pytest.fixture(autouse=True)
+def _quiet_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases see idle CPUs, whatever else runs on the test machine (load: test_bench_load)."""
+    load.install(monkeypatch, load.quiet(THREADS))
 
 
 @pytest.fixture(autouse=True)
@@ -180,7 +187,7 @@ def test_train_step() -> None:
 def test_sweep_yields_one_crossover_with_every_size() -> None:
     events = run_cases(spec("cpu_sweep", "crossover", seconds=0.5, sizes=[128, 32, 64]))
     results = [e for e in events if e["event"] == "result"]
-    assert [e["kind"] for e in results] == ["crossover"]
+    assert [e["kind"] for e in results] == ["crossover", "cpu_load"]
     crossover = Crossover.model_validate(results[0]["data"])
     assert crossover.device == "cpu"
     assert [p.n for p in crossover.points] == [32, 64, 128]
@@ -207,7 +214,8 @@ def test_a_failing_case_becomes_a_failed_measurement_and_the_next_still_runs() -
         spec("cpu_matmul", "matmul", "fp8"),
         spec("cpu_matmul", "matmul", n=64),
     )
-    assert [e["event"] for e in events] == ["start", "result", "end"] * 3
+    shown = [e["event"] for e in events if e.get("kind") != "cpu_load"]
+    assert shown == ["start", "result", "end"] * 3
     bad, unsupported, good = measurements(events)
     assert bad.status == BenchStatus.FAILED
     assert bad.message is not None and "ValueError" in bad.message

@@ -18,19 +18,41 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from hwadvisor.model.bench import BenchStatus, Confidence, Crossover, CrossoverPoint, Measurement
+from hwadvisor.model.bench import (
+    BenchStatus,
+    CpuLoad,
+    Crossover,
+    CrossoverPoint,
+    Disturbance,
+    Measurement,
+)
+from hwadvisor.probes.bench.harness import (
+    Burst,
+    LoadMonitor,
+    affinity_cpus,
+    best_call,
+    contended,
+    free_threads,
+    left,
+    measurement,
+    settings,
+    sig,
+    spin,
+    timed,
+)
 from hwadvisor.probes.bench.models import (
     SMALL_CNN_INPUT,
     small_cnn,
     small_cnn_optimizer,
     small_cnn_train_flops_per_sample,
 )
-from hwadvisor.probes.bench.plan import BenchContext, CaseFunction, CaseSpec, failed
-from hwadvisor.probes.bench.timing import Timing, halve_on_oom, measure, rates, summarize
+from hwadvisor.probes.bench.plan import BenchContext, CaseDef, CaseFunction, CaseSpec, failed
+from hwadvisor.probes.bench.timing import halve_on_oom, measure, rates
 
 #: fp32 matmul size: ~12 ms per call on a 2-core Zen 4, large enough to reach the BLAS peak.
 DEFAULT_MATMUL_N = 1024
@@ -39,6 +61,9 @@ EMULATED_MATMUL_N = 128
 #: Size of the one untimed + one timed call that checks the speed before the real size is used.
 PROBE_MATMUL_N = 128
 MIN_MATMUL_N = 32
+#: A native precision is never measured below this size: smaller calls time thread hand-offs
+#: and the scheduler, not compute (33 MFLOP: 33 ms even at 1 GFLOP/s).
+COMPUTE_FLOOR_N = 256
 #: One repetition may take at most this fraction of the share (warm-up + ≥ 4 blocks must fit).
 MAX_REP_FRACTION = 0.1
 
@@ -59,73 +84,8 @@ MAX_STEP_FRACTION = 1 / 6
 
 DEFAULT_SWEEP_SIZES = (64, 128, 256, 512, 1024, 2048)
 
-#: Least time given to ``measure`` after setup, so that it still times one block.
-MIN_MEASURE_S = 0.02
-TARGET_BLOCK_S = 0.03
-#: Fraction of the share spent before a narrow spread may end the case.
-EARLY_STOP_AFTER = 0.5
-
 _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _ONEDNN_CHECKS = {"bf16": "_is_mkldnn_bf16_supported", "fp16": "_is_mkldnn_fp16_supported"}
-
-
-class _Burst:
-    """``block(reps)`` for :func:`measure`: ``reps`` calls of ``fn`` timed with ``perf_counter``.
-
-    Remembers the first call's duration (kernel selection, JIT, first-touch page faults).
-    """
-
-    def __init__(self, fn: Callable[[], object]) -> None:
-        self.fn = fn
-        self.first_call: float | None = None
-
-    def __call__(self, reps: int) -> float:
-        fn = self.fn
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        elapsed = time.perf_counter() - start
-        if self.first_call is None:
-            self.first_call = elapsed
-        return elapsed
-
-
-def _sig(value: float, digits: int = 4) -> float:
-    return float(f"{value:.{digits}g}")
-
-
-def _left(case: CaseSpec, start: float) -> float:
-    """What is left of the case's share."""
-    return max(MIN_MEASURE_S, case.seconds - (time.perf_counter() - start))
-
-
-def _timed(case: CaseSpec, block: Callable[[int], float], seconds: float) -> Timing:
-    """:func:`measure`, stopping early (spread < 3 %) only once about half the share is spent.
-
-    Best-of-4 blocks is not a stable headline on a shared VM: slow phases last longer than four
-    30 ms blocks (2-core Zen 4: fp32 matmul best-of-4 varied 7.6 % over 8 runs, best-of-12
-    3.4 %). ``params`` may override the rule: ``min_blocks``, ``stop_spread`` (0 for a reference
-    run that uses its whole share), ``max_blocks``.
-    """
-    p = case.params
-    min_blocks = max(4, int(EARLY_STOP_AFTER * seconds / TARGET_BLOCK_S))
-    return measure(
-        block,
-        max_seconds=seconds,
-        target_block_s=TARGET_BLOCK_S,
-        stop_spread=float(p.get("stop_spread", 0.03)),
-        min_blocks=int(p.get("min_blocks", min_blocks)),
-        max_blocks=int(p.get("max_blocks", 200)),
-    )
-
-
-def _settings(torch: Any, **extra: str) -> dict[str, str]:
-    settings = {"threads": str(torch.get_num_threads())}
-    try:
-        settings["cpu_capability"] = str(torch.backends.cpu.get_cpu_capability())
-    except (AttributeError, RuntimeError):  # torch < 2.1 has no backends.cpu
-        settings["cpu_capability"] = "unknown"
-    return {**settings, **extra}
 
 
 def _malloc_settings() -> dict[str, str]:
@@ -137,41 +97,163 @@ def _malloc_settings() -> dict[str, str]:
     }
 
 
-def _measurement(
-    case: CaseSpec,
-    timing: Timing,
-    work_per_rep: float,
-    *,
-    unit: str,
-    start: float,
-    burst: _Burst,
-    params: dict[str, int | float | str],
-    settings: dict[str, str],
-) -> Measurement:
-    """The case's Measurement from its blocks; a failed one if no block gave a finite rate."""
-    values = [v for v in rates(timing, work_per_rep) if math.isfinite(v) and v > 0]
-    if not values:
-        return failed(case, "no usable timing: the clock did not advance during the blocks")
-    summary = summarize(values)
-    first = burst.first_call
-    return Measurement(
-        case=case.case,
-        device=case.device,
-        precision=case.precision,
-        variant=case.variant,
-        status=BenchStatus.OK,
-        unit=unit,
-        best=_sig(summary.best),
-        median=_sig(summary.median),
-        spread=summary.spread,
-        blocks=timing.blocks,
-        reps_per_block=timing.reps_per_block,
-        seconds=round(time.perf_counter() - start, 3),
-        first_call_seconds=round(first, 6) if first is not None else None,
-        params=params,
-        settings=settings,
-        confidence=Confidence(summary.confidence),
+# ------------------------------------------------------------------------------------------
+# The load around CPU cases: threads from the free cores, a second run after a passing load
+
+#: How long one look at the load lasts, and how many looks the first CPU case may wait for a
+#: passing load to end (0.75 s at most, so a busy machine's scan grows by little).
+LOAD_LOOK_S = 0.25
+LOAD_WAIT_LOOKS = 3
+#: A re-check before a case, when the last look found cores taken.
+RECHECK_S = 0.15
+#: Below this many seconds a look cannot tell a taken core from timer noise.
+MIN_LOOK_S = 0.1
+
+
+@dataclass
+class CpuLoadState:
+    """What the child knows of the load on its CPUs, and what it did about it."""
+
+    usable: int
+    cpus: int
+    monitor: LoadMonitor
+    others: float | None = None
+    before: float | None = None
+    threads_chosen: int | None = None
+    waited: float = 0.0
+    retry_left: float = 0.0
+    retried: list[str] = field(default_factory=list)
+    wait: Callable[[float], None] = spin
+
+    def look(self, seconds: float) -> float | None:
+        self.others = self.monitor.sample(seconds, self.wait)
+        self.waited += seconds
+        return self.others
+
+    def threads(self) -> int:
+        return free_threads(self.usable, self.cpus, self.others)
+
+    def snapshot(self) -> CpuLoad:
+        chosen = self.threads_chosen
+        note = None
+        if self.before is not None and chosen is not None and chosen < self.usable:
+            note = (
+                f"other processes kept {self.before:.1f} of {self.cpus} CPUs busy: measured with "
+                f"{chosen} of {self.usable} threads"
+            )
+        return CpuLoad(
+            cpus=self.cpus,
+            usable_cpus=self.usable,
+            other_cpus_before=self.before,
+            threads_chosen=chosen,
+            waited_seconds=round(self.waited, 3),
+            retried=list(self.retried),
+            note=note,
+        )
+
+
+def start_load_watch(
+    usable: int, retry_budget_s: float, monitor: LoadMonitor | None = None
+) -> CpuLoadState:
+    """Start watching the CPUs (the child calls this before importing torch, so the import's
+    second or so doubles as the first look at the load)."""
+    cpus_list = affinity_cpus()
+    monitor = monitor or LoadMonitor(cpus=cpus_list)
+    cpus = len(monitor.cpus) if monitor.cpus is not None else (os.cpu_count() or usable)
+    state = CpuLoadState(
+        usable=max(1, usable), cpus=max(cpus, 1), monitor=monitor, retry_left=retry_budget_s
     )
+    monitor.start()
+    return state
+
+
+def _first_look(state: CpuLoadState) -> None:
+    """The load before the first CPU case: the window since the watch started, and, where it
+    found cores taken, up to three more looks in case the load was passing."""
+    elapsed = state.monitor.elapsed()
+    if elapsed < MIN_LOOK_S:
+        state.wait(MIN_LOOK_S - elapsed)
+    state.others = state.monitor.others()
+    looks = 0
+    while state.threads() < state.usable and looks < LOAD_WAIT_LOOKS:
+        state.look(LOAD_LOOK_S)
+        looks += 1
+    state.before = state.others
+    state.threads_chosen = state.threads()
+
+
+def _load_state(ctx: BenchContext) -> CpuLoadState:
+    if not isinstance(ctx.load, CpuLoadState):
+        ctx.load = start_load_watch(ctx.usable or ctx.threads, 0.0)
+    state: CpuLoadState = ctx.load
+    if state.threads_chosen is None:
+        _first_look(state)
+    elif state.threads() < state.usable:
+        state.look(RECHECK_S)  # the cores may be free again
+    return state
+
+
+def _disturbances(
+    m: Measurement, state: CpuLoadState, threads: int, others: float | None, attempts: int
+) -> None:
+    m.threads = threads
+    m.other_cpus = others
+    m.attempts = attempts
+    if m.status != BenchStatus.OK:
+        return
+    notes = []
+    if contended(others, state.cpus, threads, state.usable):
+        m.disturbances.append(Disturbance.CPU_CONTENDED)
+        notes.append(
+            f"other processes used {others:.1f} of {state.cpus} CPUs while it ran with "
+            f"{threads} thread{'s' if threads != 1 else ''}: the figure is low"
+        )
+    if threads < state.usable:
+        m.disturbances.append(Disturbance.FEWER_THREADS)
+        notes.append(
+            f"measured with {threads} of {state.usable} threads: other processes held the rest "
+            "of the CPUs; not the whole machine's figure"
+        )
+    if notes:
+        m.disturbance_note = "; ".join(notes)
+
+
+def cpu_case(body: CaseFunction) -> CaseFunction:
+    """A CPU case with the load handled: threads from the free cores, the load while it ran
+    recorded on each measurement, and one second run when a load came up while it ran."""
+
+    @functools.wraps(body)
+    def run(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
+        torch = ctx.torch
+        state = _load_state(ctx)
+        attempts = 0
+        while True:
+            threads = state.threads()
+            torch.set_num_threads(threads)
+            attempts += 1
+            state.monitor.start()
+            results = list(body(case, ctx))
+            others = state.monitor.others()
+            state.others = others
+            if (
+                contended(others, state.cpus, threads, state.usable)
+                and attempts == 1
+                and state.retry_left >= case.seconds
+            ):
+                # A load came up while the case ran: a short look, then again on the cores
+                # that are free now.
+                state.retry_left -= case.seconds + RECHECK_S
+                state.retried.append(case.id)
+                state.look(RECHECK_S)
+                continue
+            break
+        for result in results:
+            if isinstance(result, Measurement):
+                _disturbances(result, state, threads, others, attempts)
+            yield result
+        yield state.snapshot()
+
+    return run
 
 
 # ------------------------------------------------------------------------------------------
@@ -203,42 +285,43 @@ def _matmul_inputs(torch: Any, dtype: Any, n: int) -> tuple[Any, Any, Any]:
 
 
 def _probe_gflops(torch: Any, dtype: Any, n: int) -> float:
-    """GFLOP/s of one n×n matmul after one untimed call (kernel selection, JIT)."""
+    """GFLOP/s of an n×n matmul: the shortest of a few calls (see :func:`best_call`)."""
     a, b, c = _matmul_inputs(torch, dtype, n)
-    torch.mm(a, b, out=c)
-    start = time.perf_counter()
-    torch.mm(a, b, out=c)
-    return 2.0 * n**3 / max(time.perf_counter() - start, 1e-9) / 1e9
+    shortest, _ = best_call(Burst(lambda: torch.mm(a, b, out=c)))
+    return 2.0 * n**3 / max(shortest, 1e-9) / 1e9
 
 
-def fit_matmul_n(n: int, gflops: float, seconds: float) -> int:
+def fit_matmul_n(n: int, gflops: float, seconds: float, floor: int = MIN_MATMUL_N) -> int:
     """The largest size ≤ ``n`` whose one call takes at most ``MAX_REP_FRACTION`` of
-    ``seconds`` at ``gflops``, a multiple of 16 and at least ``MIN_MATMUL_N``."""
+    ``seconds`` at ``gflops``, a multiple of 16 and at least ``floor`` (and ``MIN_MATMUL_N``)."""
     budget_flop = max(gflops, 1e-3) * 1e9 * seconds * MAX_REP_FRACTION
     largest = (budget_flop / 2.0) ** (1.0 / 3.0)
     if n <= largest:
         return n
-    return max(MIN_MATMUL_N, int(largest) // 16 * 16)
+    return min(n, max(MIN_MATMUL_N, floor, int(largest) // 16 * 16))
 
 
-def fit_batch(batch: int, first_call_s: float, seconds: float, fraction: float) -> int:
-    """``batch``, or a smaller one if the first call at ``batch`` took more than ``fraction`` of
-    ``seconds`` (the first call is the slowest, so the estimate errs on the safe side)."""
+def fit_batch(batch: int, call_s: float, seconds: float, fraction: float) -> int:
+    """``batch``, or a smaller one if a call at ``batch`` took more than ``fraction`` of
+    ``seconds``. ``call_s`` is the shortest of a few calls (:func:`best_call`), never one call:
+    one descheduled call would shrink the batch for nothing."""
     limit = seconds * fraction
-    if first_call_s <= limit:
+    if call_s <= limit:
         return batch
-    return max(1, int(batch * limit / first_call_s))
+    return max(1, int(batch * limit / call_s))
 
 
-def _once(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def _sizing_calls(fn: Callable[[], object], seconds: float, fraction: float) -> tuple[float, float]:
+    """The first call of ``fn`` (setup: kernel selection, allocation) and the shortest of it
+    and up to two more, within ``fraction`` of the share once two calls ran."""
+    burst = Burst(fn)
+    shortest, _ = best_call(burst, calls=3, max_s=seconds * fraction)
+    return burst.first_call or shortest, shortest
 
 
-def _reduced(what: str, before: int, after: int, first_call_s: float, seconds: float) -> str:
+def _reduced(what: str, before: int, after: int, call_s: float, seconds: float) -> str:
     return (
-        f"{what} reduced from {before} to {after}: the first call took {first_call_s:.3g} s, "
+        f"{what} reduced from {before} to {after}: one call took {call_s:.3g} s at best, "
         f"too long for the {seconds:g} s share"
     )
 
@@ -265,19 +348,20 @@ def cpu_matmul(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     # kernels, an emulating hypervisor): a small call first decides the size.
     probe_n = min(wanted, PROBE_MATMUL_N)
     probe = _probe_gflops(torch, dtype, probe_n)
-    n = fit_matmul_n(wanted, probe, case.seconds)
+    # A native precision is never shrunk below the size that measures compute.
+    n = fit_matmul_n(wanted, probe, case.seconds, COMPUTE_FLOOR_N if native else MIN_MATMUL_N)
     a, b, c = _matmul_inputs(torch, dtype, n)
-    burst = _Burst(lambda: torch.mm(a, b, out=c))
-    timing = _timed(case, burst, _left(case, start))
-    result = _measurement(
+    burst = Burst(lambda: torch.mm(a, b, out=c))
+    timing = timed(case, burst, left(case, start))
+    result = measurement(
         case,
         timing,
         2.0 * n**3 / 1e9,
         unit="GFLOP/s",
         start=start,
         burst=burst,
-        params={"n": n, "probe_n": probe_n, "probe_gflops": _sig(probe, 3)},
-        settings=_settings(
+        params={"n": n, "probe_n": probe_n, "probe_gflops": sig(probe, 3)},
+        settings=settings(
             torch,
             dtype=precision,
             native=f"{'yes' if native else 'no'} ({basis})",
@@ -291,7 +375,7 @@ def cpu_matmul(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     if n < wanted:
         notes.append(
             f"size reduced from {requested} to {n}: ~{probe:.3g} GFLOP/s at n={probe_n} "
-            f"would not fit the {case.seconds:g} s share"
+            f"(the best of a few calls) would not fit the {case.seconds:g} s share"
         )
     if notes and result.status == BenchStatus.OK:
         result.message = "; ".join(notes)
@@ -323,18 +407,20 @@ def cpu_conv2d(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     requested = batch
     with torch.no_grad():
         # A slow CPU gets a smaller batch rather than blowing the share.
-        first = _once(lambda: conv(x, w, padding=1))
-        batch = fit_batch(batch, first, case.seconds, MAX_REP_FRACTION)
+        first, shortest = _sizing_calls(
+            lambda: conv(x, w, padding=1), case.seconds, MAX_REP_FRACTION
+        )
+        batch = fit_batch(batch, shortest, case.seconds, MAX_REP_FRACTION)
         x = x[:batch].contiguous()
-        burst = _Burst(lambda: conv(x, w, padding=1))
+        burst = Burst(lambda: conv(x, w, padding=1))
         burst.first_call = first
         # measure()'s warm-up (≥ 2 calls, ≥ 50 ms) pre-warms: oneDNN builds its primitive and the
         # allocator holds the freed output. Without the parent's MALLOC_* settings glibc still
         # returns each 6 MiB output to the system and the next call page-faults it back in:
         # 130–150 instead of 210 GFLOP/s on a 2-core Zen 4, and ±20 % from run to run.
-        timing = _timed(case, burst, _left(case, start))
+        timing = timed(case, burst, left(case, start))
     flop = 2.0 * 3 * 3 * ch * ch * size * size * batch
-    result = _measurement(
+    result = measurement(
         case,
         timing,
         flop / 1e9,
@@ -342,7 +428,7 @@ def cpu_conv2d(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         start=start,
         burst=burst,
         params={"batch": batch, "channels": ch, "size": size, "kernel": 3},
-        settings=_settings(
+        settings=settings(
             torch,
             dtype="fp32",
             grad="off",
@@ -352,7 +438,7 @@ def cpu_conv2d(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         ),
     )
     if batch < requested and result.status == BenchStatus.OK:
-        result.message = _reduced("batch", requested, batch, first, case.seconds)
+        result.message = _reduced("batch", requested, batch, shortest, case.seconds)
     yield result
 
 
@@ -385,9 +471,9 @@ def cpu_triad(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     (a, b, c), used, halvings = halve_on_oom(
         arrays, elements, min_size=min(elements, MIN_TRIAD_ELEMENTS), is_oom=_is_cpu_oom
     )
-    burst = _Burst(lambda: torch.add(a, b, alpha=3.0, out=c))
-    timing = _timed(case, burst, _left(case, start))
-    result = _measurement(
+    burst = Burst(lambda: torch.add(a, b, alpha=3.0, out=c))
+    timing = timed(case, burst, left(case, start))
+    result = measurement(
         case,
         timing,
         TRIAD_BYTES_PER_ELEMENT * used / 1e9,
@@ -395,7 +481,7 @@ def cpu_triad(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         start=start,
         burst=burst,
         params={"elements": used, "bytes": TRIAD_BYTES_PER_ELEMENT * used},
-        settings=_settings(torch, dtype="fp32"),
+        settings=settings(torch, dtype="fp32"),
     )
     if halvings and result.status == BenchStatus.OK:
         result.message = f"arrays halved {halvings}× to fit in memory"
@@ -429,13 +515,14 @@ def cpu_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         optimizer.step()
 
     requested = batch
-    first = _once(step)
-    batch = fit_batch(batch, first, case.seconds, MAX_STEP_FRACTION)
+    first, shortest = _sizing_calls(step, case.seconds, MAX_STEP_FRACTION)
+    batch = fit_batch(batch, shortest, case.seconds, MAX_STEP_FRACTION)
     x, y = x[:batch].contiguous(), y[:batch].contiguous()
-    burst = _Burst(step)
+    burst = Burst(step)
     burst.first_call = first
-    timing = _timed(case, burst, _left(case, start))
-    result = _measurement(
+    # The sizing calls warmed the step up; one more call (at the final batch) is enough.
+    timing = timed(case, burst, left(case, start), min_warmup_calls=1, warmup_s=0.0)
+    result = measurement(
         case,
         timing,
         float(batch),
@@ -443,7 +530,7 @@ def cpu_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         start=start,
         burst=burst,
         params={"batch": batch, "requested_batch": requested},
-        settings=_settings(
+        settings=settings(
             torch,
             dtype="fp32",
             optimizer=type(optimizer).__name__,
@@ -452,14 +539,14 @@ def cpu_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         ),
     )
     if batch < requested and result.status == BenchStatus.OK:
-        result.message = _reduced("batch", requested, batch, first, case.seconds)
+        result.message = _reduced("batch", requested, batch, shortest, case.seconds)
     if result.best and result.median:
         # Keys as the GPU case's: the median step time, and the FLOP rate of the best block.
         flop = small_cnn_train_flops_per_sample()
         result.params.update(
-            ms_per_step=_sig(1000.0 * batch / result.median),
-            gflop_per_sample=_sig(flop / 1e9),
-            train_gflops_per_s=_sig(result.best * flop / 1e9),
+            ms_per_step=sig(1000.0 * batch / result.median),
+            gflop_per_sample=sig(flop / 1e9),
+            train_gflops_per_s=sig(result.best * flop / 1e9),
         )
         ctx.shared["cpu.train_step.samples_per_s"] = result.best
     yield result
@@ -496,7 +583,7 @@ def cpu_sweep(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
             points.append(CrossoverPoint(n=n))
             continue
         a, b, c = _matmul_inputs(torch, torch.float32, n)
-        burst = _Burst(functools.partial(torch.mm, a, b, out=c))
+        burst = Burst(functools.partial(torch.mm, a, b, out=c))
         timing = measure(
             burst,
             max_seconds=share,
@@ -504,7 +591,7 @@ def cpu_sweep(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
             target_block_s=0.02,
         )
         values = [v for v in rates(timing, 2.0 * n**3 / 1e9) if math.isfinite(v) and v > 0]
-        best = _sig(max(values)) if values else None
+        best = sig(max(values)) if values else None
         points.append(CrossoverPoint(n=n, cpu_gflops=best))
         if best:
             measured[n] = best
@@ -518,9 +605,31 @@ def cpu_sweep(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
 
 
 CASES: dict[str, CaseFunction] = {
-    "cpu_matmul": cpu_matmul,
-    "cpu_conv2d": cpu_conv2d,
-    "cpu_triad": cpu_triad,
-    "cpu_train_step": cpu_train_step,
-    "cpu_sweep": cpu_sweep,
+    "cpu_matmul": cpu_case(cpu_matmul),
+    "cpu_conv2d": cpu_case(cpu_conv2d),
+    "cpu_triad": cpu_case(cpu_triad),
+    "cpu_train_step": cpu_case(cpu_train_step),
+    "cpu_sweep": cpu_case(cpu_sweep),
 }
+
+#: The CPU cases in plan order, with their shares at the default budget (5.5 s in all; tuned on
+#: a 2-core VM: each headline figure within 5 % of a run 10× longer).
+PLAN: tuple[CaseDef, ...] = (
+    CaseDef("cpu_matmul", "matmul", "cpu", 1.0, precision="fp32", peak="cpu_fp32"),
+    # Emulated low precision is ~100× slower: a tiny size, a small share, but measured,
+    # because that slowness is worth knowing (below 0.25 s warm-up + 4 blocks overrun).
+    CaseDef("cpu_matmul", "matmul", "cpu", 0.5, precision="fp16", emulated_share=0.3),
+    CaseDef("cpu_matmul", "matmul", "cpu", 0.5, precision="bf16", emulated_share=0.3),
+    CaseDef("cpu_conv2d", "conv2d", "cpu", 1.2, precision="fp32", peak="cpu_fp32"),
+    CaseDef("cpu_triad", "triad", "cpu", 0.7),
+    CaseDef("cpu_train_step", "train_step", "cpu", 1.8, precision="fp32"),
+    CaseDef(
+        "cpu_sweep",
+        "crossover",
+        "cpu",
+        1.0,
+        precision="fp32",
+        params={"sizes": list(DEFAULT_SWEEP_SIZES)},
+        needs_gpu=True,
+    ),
+)

@@ -13,36 +13,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from hwadvisor.model.bench import BenchStatus
-from hwadvisor.probes.bench.cpu import _Burst, _left, _measurement, _settings, _sig, _timed
+from hwadvisor.probes.bench.harness import SyncedBurst, left, measurement, settings, sig, timed
 from hwadvisor.probes.bench.models import (
     SMALL_CNN_INPUT,
     small_cnn,
     small_cnn_optimizer,
     small_cnn_train_flops_per_sample,
 )
-from hwadvisor.probes.bench.plan import BenchContext, CaseSpec, failed
+from hwadvisor.probes.bench.plan import BenchContext, CaseDef, CaseSpec, failed
 
 DEFAULT_N = 2048
 DEFAULT_BATCH = 32
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-
-class SyncedBurst(_Burst):
-    """``block(reps)``: ``reps`` calls, then one device synchronize, timed on the host clock."""
-
-    def __init__(self, fn: Callable[[], object], sync: Callable[[], None]) -> None:
-        super().__init__(fn)
-        self.sync = sync
-
-    def __call__(self, reps: int) -> float:
-        start = time.perf_counter()
-        for _ in range(reps):
-            self.fn()
-        self.sync()
-        elapsed = time.perf_counter() - start
-        if self.first_call is None:
-            self.first_call = elapsed
-        return elapsed
 
 
 def _mps(torch: Any) -> tuple[Callable[[], None] | None, str]:
@@ -66,8 +48,8 @@ def matmul_on(
     b = torch.randn(n, n, device=device, dtype=dtype)
     c = torch.empty(n, n, device=device, dtype=dtype)
     burst = SyncedBurst(lambda: torch.mm(a, b, out=c), sync)
-    timing = _timed(case, burst, _left(case, start))
-    return _measurement(
+    timing = timed(case, burst, left(case, start))
+    return measurement(
         case,
         timing,
         2.0 * n**3 / 1e9,
@@ -75,7 +57,7 @@ def matmul_on(
         start=start,
         burst=burst,
         params={"n": n},
-        settings=_settings(torch, dtype=str(dtype)),
+        settings=settings(torch, dtype=str(dtype)),
     )
 
 
@@ -99,8 +81,8 @@ def train_step_on(
         optimizer.step()
 
     burst = SyncedBurst(step, sync)
-    timing = _timed(case, burst, _left(case, start))
-    result = _measurement(
+    timing = timed(case, burst, left(case, start))
+    result = measurement(
         case,
         timing,
         float(batch),
@@ -108,13 +90,13 @@ def train_step_on(
         start=start,
         burst=burst,
         params={"batch": batch},
-        settings=_settings(torch, dtype="fp32"),
+        settings=settings(torch, dtype="fp32"),
     )
     if result.best and result.median:
         flop = small_cnn_train_flops_per_sample()
         result.params.update(
-            ms_per_step=_sig(1000.0 * batch / result.median),
-            train_gflops_per_s=_sig(result.best * flop / 1e9),
+            ms_per_step=sig(1000.0 * batch / result.median),
+            train_gflops_per_s=sig(result.best * flop / 1e9),
         )
     return result
 
@@ -136,3 +118,9 @@ def mps_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
 
 
 CASES = {"mps_matmul": mps_matmul, "mps_train_step": mps_train_step}
+
+PLAN: tuple[CaseDef, ...] = (
+    CaseDef("mps_matmul", "matmul", "mps", 1.5, precision="fp32"),
+    CaseDef("mps_matmul", "matmul", "mps", 1.5, precision="fp16"),
+    CaseDef("mps_train_step", "train_step", "mps", 2.0, precision="fp32"),
+)

@@ -6,7 +6,9 @@ costs only itself: the parent stops the child and starts a new one for the cases
 
 Items are dicts: ``{"event": "start", "id": ...}`` when a case begins, then one
 ``{"event": "result", "id": ..., "kind": ..., "data": {...}}`` per result the case produces
-(``kind`` is ``measurement``, ``telemetry``, ``crossover``, ``peer_copy`` or ``all_reduce``),
+(``kind`` is ``measurement``, ``telemetry``, ``crossover``, ``peer_copy``, ``all_reduce``,
+``cpu_load`` (the CPU load and what was done about it, after each CPU case) or ``device`` (a
+GPU's identity, when a case first opens it)),
 and ``{"event": "end", "id": ...}``.
 """
 
@@ -21,13 +23,43 @@ from pydantic import BaseModel, Field
 
 from hwadvisor.model.bench import (
     AllReduce,
+    BenchDevice,
     BenchStatus,
+    CpuLoad,
     Crossover,
     Measurement,
     PeerCopy,
     TelemetrySample,
 )
 from hwadvisor.model.facts import StrictModel
+
+
+@dataclass(frozen=True)
+class CaseDef:
+    """A case as its module declares it: what it runs, where, and its share of the budget.
+
+    The parent's plan reads these declarations (each case module's ``PLAN``); a new case is one
+    function, one ``CASES`` line and one ``PLAN`` line beside it.
+    """
+
+    kind: str
+    """The key of the case function in its module's ``CASES``."""
+    case: str
+    """The measurement's case name in the profile (``matmul``, ``conv2d`` ...)."""
+    device: str
+    """``cpu``, ``gpu`` (one per visible CUDA/ROCm GPU) or ``mps``."""
+    share: float
+    """Seconds at the default budget (tuned on a 2-core VM: within 5 % of a 10× longer run)."""
+    precision: str | None = None
+    variant: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    peak: str | None = None
+    """The peak the figure is compared with: ``cpu_fp32``, ``gpu_compute`` (the precision's
+    dense peak), ``gpu_bandwidth``, ``pcie``, or None (no peak: latencies, samples/s)."""
+    emulated_share: float | None = None
+    """The share where the CPU has no native unit for ``precision`` (a tiny size is measured)."""
+    needs_gpu: bool = False
+    """Planned only when the machine has a GPU (the CPU half of the crossover sweep)."""
 
 
 class CaseSpec(StrictModel):
@@ -50,7 +82,10 @@ class CaseSpec(StrictModel):
 
 class BenchPlan(StrictModel):
     threads: int = 1
+    """Usable CPUs: the threads of an idle machine (fewer are used while others hold cores)."""
     seed: int = 0
+    retry_budget_s: float = 0.0
+    """Time the CPU cases may spend in all on second runs after a passing load."""
     cases: list[CaseSpec] = Field(default_factory=list)
 
 
@@ -63,6 +98,10 @@ class BenchContext:
     seed: int
     shared: dict[str, Any] = field(default_factory=dict)
     """For example the CPU's measured matmul rates, reused by the crossover sweep."""
+    usable: int = 0
+    """The usable CPUs of the profile: the threads on an idle machine."""
+    load: Any = None
+    """The CPU load state of the child (``hwadvisor.probes.bench.cpu.CpuLoadState``)."""
 
 
 CaseFunction = Callable[[CaseSpec, BenchContext], Iterator[BaseModel]]
@@ -73,6 +112,8 @@ _KINDS: dict[type[BaseModel], str] = {
     Crossover: "crossover",
     PeerCopy: "peer_copy",
     AllReduce: "all_reduce",
+    CpuLoad: "cpu_load",
+    BenchDevice: "device",
 }
 
 
@@ -81,6 +122,13 @@ def registry() -> dict[str, CaseFunction]:
     from hwadvisor.probes.bench import cpu, gpu, mps, multi
 
     return {**cpu.CASES, **gpu.CASES, **multi.CASES, **mps.CASES}
+
+
+def declared() -> list[CaseDef]:
+    """Every single-device case the modules declare, in plan order (CPU, GPU, Apple GPU)."""
+    from hwadvisor.probes.bench import cpu, gpu, mps
+
+    return [*cpu.PLAN, *gpu.PLAN, *mps.PLAN]
 
 
 def failed(case: CaseSpec, message: str, status: BenchStatus = BenchStatus.FAILED) -> Measurement:
@@ -98,6 +146,12 @@ def failed(case: CaseSpec, message: str, status: BenchStatus = BenchStatus.FAILE
 def run_plan(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Child entry point: run every case of ``plan`` in order, streaming events."""
     spec = BenchPlan.model_validate(plan)
+    load = None
+    if any(case.device == "cpu" for case in spec.cases):
+        from hwadvisor.probes.bench.cpu import start_load_watch
+
+        # The import of torch (a second or so) doubles as the first look at the CPU load.
+        load = start_load_watch(spec.threads, spec.retry_budget_s)
     try:
         import torch
     except ImportError as exc:
@@ -111,7 +165,9 @@ def run_plan(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         return
     torch.manual_seed(spec.seed)
     torch.set_num_threads(max(1, spec.threads))
-    ctx = BenchContext(torch=torch, threads=spec.threads, seed=spec.seed)
+    ctx = BenchContext(
+        torch=torch, threads=spec.threads, seed=spec.seed, usable=spec.threads, load=load
+    )
     cases = registry()
     for case in spec.cases:
         yield {"event": "start", "id": case.id, "time": time.time()}

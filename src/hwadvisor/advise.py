@@ -360,8 +360,11 @@ class Rate:
     notes: list[str] = field(default_factory=list)
 
 
-def _ok(bench: Any, device: str, case: str, precision: str | None = None) -> Measurement | None:
-    if bench is None:
+def _measured(
+    bench: Any, device: str | None, case: str, precision: str | None = None
+) -> Measurement | None:
+    """The measurement of ``case`` on ``device`` that has a figure, trusted or not."""
+    if bench is None or device is None:
         return None
     return next(
         (
@@ -375,6 +378,50 @@ def _ok(bench: Any, device: str, case: str, precision: str | None = None) -> Mea
         ),
         None,
     )
+
+
+def _ok(
+    bench: Any, device: str | None, case: str, precision: str | None = None
+) -> Measurement | None:
+    """The measurement, if it may stand for this machine: figures taken on a busy machine,
+    disturbed GPUs or inconsistent blocks never calibrate an estimate."""
+    m = _measured(bench, device, case, precision)
+    return m if m is not None and m.trusted else None
+
+
+def _distrust_note(ms: list[Measurement | None]) -> str | None:
+    """Why measured figures were set aside, or None if none was."""
+    bad = [m for m in ms if m is not None and not m.trusted]
+    if not bad:
+        return None
+    why = sorted({d.value.replace("_", " ") for m in bad for d in m.disturbances})
+    if not why:
+        why = ["inconsistent blocks (low confidence)"]
+    return (
+        f"measured figures set aside ({', '.join(why)}): scan again on an idle machine for an "
+        "estimate calibrated to it"
+    )
+
+
+def bench_device(profile: Profile, gpu: GpuInfo) -> str | None:
+    """The benchmark device (``cuda:N``) that measured ``gpu``: by UUID or PCI bus id, as the
+    benchmark child recorded them; by torch's bus ids for older profiles; ``cuda:0`` only
+    where the machine has a single GPU."""
+    bench = profile.benchmarks
+    uuid, bus = gpu.uuid.value, _bus(gpu.pci_bus_id.value)
+    if bench is not None:
+        for d in bench.devices:
+            if (uuid and d.uuid == uuid) or (bus and _bus(d.pci_bus_id) == bus):
+                return d.device
+    for t in profile.frameworks.torch.devices:
+        if bus and _bus(t.pci_bus_id.value) == bus:
+            return f"cuda:{t.index}"
+    usable = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
+    return "cuda:0" if len(usable) == 1 else None
+
+
+def _bus(bus_id: str | None) -> str | None:
+    return bus_id.lower()[-12:] if bus_id else None
 
 
 def _gpu_estimate(
@@ -460,6 +507,14 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
         return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
     step = _ok(bench, "cpu", "train_step")
     fp32 = _ok(bench, "cpu", "matmul", "fp32")
+    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
+    set_aside = _distrust_note(
+        [
+            _measured(bench, "cpu", "train_step"),
+            _measured(bench, "cpu", "matmul", "fp32"),
+            _measured(bench, "cpu", "matmul", precision),
+        ]
+    )
     if (
         w.kind == "conv"
         and fp32 is not None
@@ -485,7 +540,6 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
             calibrated=True,
             notes=[note],
         )
-    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
     matmul = _ok(bench, "cpu", "matmul", precision) or fp32
     if matmul is not None and matmul.best:
         note = f"measured {matmul.precision} matmul {matmul.best:,.0f} GFLOP/s"
@@ -503,15 +557,13 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
             notes=["CPU peak unknown and no measurement"],
         )
     est = estimate(w, rate_flops=details.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
-    return Rate(
-        title,
-        "this-machine",
-        0,
-        est,
-        memory,
-        memory,
-        notes=["no benchmarks in the profile: CPU peak formula × default efficiency"],
-    )
+    if set_aside:
+        notes = [f"CPU peak formula × default efficiency; {set_aside}"]
+    elif bench is None:
+        notes = ["no benchmarks in the profile: CPU peak formula × default efficiency"]
+    else:
+        notes = ["no CPU measurement: CPU peak formula × default efficiency"]
+    return Rate(title, "this-machine", 0, est, memory, memory, notes=notes)
 
 
 def _device_class(peak: GpuPeak) -> str:
@@ -542,7 +594,16 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     derate = 1.0
     calibrated = False
     precision = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(w.precision, "fp32")
-    matmul = _ok(profile.benchmarks, "cuda:0", "matmul", precision)
+    device = bench_device(profile, first)
+    matmul = _ok(profile.benchmarks, device, "matmul", precision)
+    set_aside = _distrust_note([_measured(profile.benchmarks, device, "matmul", precision)])
+    if set_aside:
+        notes.append(f"catalog peak × default efficiency; {set_aside}")
+    elif profile.benchmarks is not None and device is None:
+        notes.append(
+            "the benchmarks cannot be matched to this GPU (no UUID or bus id): catalog peak "
+            "× default efficiency"
+        )
     if matmul is not None and matmul.efficiency:
         derate = min(1.0, matmul.efficiency / TYPICAL_MATMUL_EFFICIENCY)
         calibrated = True

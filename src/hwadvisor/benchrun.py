@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -26,11 +26,13 @@ from hwadvisor.catalog.peaks import (
 from hwadvisor.isolation import run_isolated
 from hwadvisor.model.bench import (
     AllReduce,
+    BenchDevice,
     Benchmarks,
     BenchStatus,
-    Confidence,
+    CpuLoad,
     Crossover,
     CrossoverPoint,
+    Disturbance,
     Measurement,
     PeerCopy,
     TelemetrySample,
@@ -38,7 +40,7 @@ from hwadvisor.model.bench import (
 )
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.probes.bench.gpu import crossover_n
-from hwadvisor.probes.bench.plan import BenchPlan, CaseSpec, failed
+from hwadvisor.probes.bench.plan import BenchPlan, CaseDef, CaseSpec, declared, failed
 from hwadvisor.probes.bench.timing import split_budget
 
 #: Share of the CPUs other processes may use while we measure before the figures are flagged.
@@ -51,37 +53,8 @@ FIRST_CUDA_CASE_GRACE_S = 120.0
 
 TARGET = "hwadvisor.probes.bench.plan:run_plan"
 
-# (registry kind, case name, precision, variant, seconds at the default budget, params).
-# CPU shares were tuned on a 2-core VM: each headline figure within 5 % of a run 10× longer.
-_CPU_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
-    ("cpu_matmul", "matmul", "fp32", None, 1.0, {}),
-    ("cpu_conv2d", "conv2d", "fp32", None, 1.2, {}),
-    ("cpu_triad", "triad", None, None, 0.7, {}),
-    ("cpu_train_step", "train_step", "fp32", None, 1.8, {}),
-]
-_GPU_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
-    ("gpu_matmul", "matmul", "fp32", None, 1.2, {}),
-    ("gpu_matmul", "matmul", "tf32", None, 1.0, {}),
-    ("gpu_matmul", "matmul", "fp16", None, 1.0, {}),
-    ("gpu_matmul", "matmul", "bf16", None, 1.5, {}),
-    ("gpu_matmul", "matmul", "fp8", None, 1.0, {}),
-    ("gpu_conv2d", "conv2d", "fp32", None, 1.0, {}),
-    ("gpu_conv2d", "conv2d", "amp", None, 1.0, {}),
-    ("gpu_device_copy", "device_copy", None, None, 0.8, {}),
-    ("gpu_transfer", "h2d", None, "pinned", 0.5, {"direction": "h2d"}),
-    ("gpu_transfer", "h2d", None, "pageable", 0.5, {"direction": "h2d"}),
-    ("gpu_transfer", "d2h", None, "pinned", 0.5, {"direction": "d2h"}),
-    ("gpu_transfer", "d2h", None, "pageable", 0.5, {"direction": "d2h"}),
-    ("gpu_launch_latency", "launch_latency", None, None, 0.3, {}),
-    ("gpu_train_step", "train_step", "amp", None, 1.5, {}),
-    ("gpu_sweep", "crossover", "fp32", None, 2.0, {"sizes": [64, 128, 256, 512, 1024, 2048, 4096]}),
-]
-_MPS_CASES: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]] = [
-    ("mps_matmul", "matmul", "fp32", None, 1.5, {}),
-    ("mps_matmul", "matmul", "fp16", None, 1.5, {}),
-    ("mps_train_step", "train_step", "fp32", None, 2.0, {}),
-]
-_CPU_SWEEP_SIZES = [64, 128, 256, 512, 1024, 2048]
+#: Share of the CPU cases' time that second runs after a passing load may take.
+RETRY_SHARE = 0.25
 
 _PRECISION_TITLE = {
     "fp32": "FP32",
@@ -128,66 +101,64 @@ def gpu_devices(profile: Profile) -> list[str]:
     return [f"cuda:{i}" for i in range(torch.device_count.value or 0)]
 
 
+def _planned(defs: list[CaseDef], profile: Profile, gpus: list[str], mps: bool) -> list[CaseDef]:
+    """The declared cases this machine runs, with the CPU's native precisions filled in."""
+    native = _native(profile.cpu.isa_features.value or [])
+    chosen: list[CaseDef] = []
+    for d in defs:
+        if (d.device == "gpu" and not gpus) or (d.device == "mps" and not mps):
+            continue
+        if d.needs_gpu and not gpus:
+            continue
+        if d.device == "cpu" and d.precision in native:
+            has = native[d.precision]
+            share = d.share if has or d.emulated_share is None else d.emulated_share
+            d = replace(d, share=share, params={**d.params, "native": has})
+        chosen.append(d)
+    return chosen
+
+
 def plan_cases(profile: Profile, budget_s: float | None = None) -> BenchPlan:
-    """The cases for this machine, each with its share of the budget.
+    """The cases for this machine (as the case modules declare them), each with its share of
+    the budget.
 
     ``budget_s`` is the total measurement budget; by default about 5.5 s for the CPU and 15 s
     per GPU. An explicit budget is divided in the same proportions.
     """
     cpu = profile.cpu
     threads = cpu.usable_cpus.value or cpu.logical_cores.value or os.cpu_count() or 1
-    native = _native(cpu.isa_features.value or [])
     gpus = gpu_devices(profile)
-
-    cpu_cases = list(_CPU_CASES)
-    for precision in ("bf16", "fp16"):
-        # Emulated low precision is ~100x slower: a tiny size, a small share, but measured,
-        # because that slowness is worth knowing (below 0.25 s warm-up + 4 blocks overrun).
-        weight = 0.5 if native[precision] else 0.3
-        cpu_cases.insert(
-            1, ("cpu_matmul", "matmul", precision, None, weight, {"native": native[precision]})
-        )
-    if gpus:
-        cpu_cases.append(("cpu_sweep", "crossover", "fp32", None, 1.0, {"sizes": _CPU_SWEEP_SIZES}))
-
-    cpu_total = sum(case[4] for case in cpu_cases)
-    gpu_total = sum(case[4] for case in _GPU_CASES)
     mps = bool(profile.frameworks.torch.mps_available.value)
-    mps_total = sum(case[4] for case in _MPS_CASES) if mps else 0.0
-    default_total = cpu_total + gpu_total * len(gpus) + mps_total
+    defs = _planned(declared(), profile, gpus, mps)
+    by_device = {kind: [d for d in defs if d.device == kind] for kind in ("cpu", "gpu", "mps")}
+    totals = {kind: sum(d.share for d in found) for kind, found in by_device.items()}
+    default_total = totals["cpu"] + totals["gpu"] * len(gpus) + totals["mps"]
     scale = (budget_s / default_total) if budget_s else 1.0
     cases: list[CaseSpec] = []
 
-    def add(
-        device: str,
-        spec: list[tuple[str, str, str | None, str | None, float, dict[str, Any]]],
-        budget: float,
-    ) -> None:
-        keys = [
-            f"{device}.{case}.{precision or '-'}.{variant or '-'}"
-            for _, case, precision, variant, _, _ in spec
-        ]
-        shares = split_budget(budget, dict(zip(keys, (w for *_, w, _ in spec), strict=True)))
-        for key, (kind, case, precision, variant, _, params) in zip(keys, spec, strict=True):
+    def add(device: str, spec: list[CaseDef], budget: float) -> None:
+        keys = [f"{device}.{d.case}.{d.precision or '-'}.{d.variant or '-'}" for d in spec]
+        shares = split_budget(budget, dict(zip(keys, (d.share for d in spec), strict=True)))
+        for key, d in zip(keys, spec, strict=True):
             cases.append(
                 CaseSpec(
                     id=key.replace(".-", ""),
-                    title=_title(device, case, precision, variant),
-                    kind=kind,
-                    case=case,
+                    title=_title(device, d.case, d.precision, d.variant),
+                    kind=d.kind,
+                    case=d.case,
                     device=device,
-                    precision=precision,
-                    variant=variant,
+                    precision=d.precision,
+                    variant=d.variant,
                     seconds=round(shares[key], 3),
-                    params=dict(params),
+                    params=dict(d.params),
                 )
             )
 
-    add("cpu", cpu_cases, cpu_total * scale)
+    add("cpu", by_device["cpu"], totals["cpu"] * scale)
     for device in gpus:
-        add(device, list(_GPU_CASES), gpu_total * scale)
+        add(device, by_device["gpu"], totals["gpu"] * scale)
     if mps:
-        add("mps", list(_MPS_CASES), mps_total * scale)
+        add("mps", by_device["mps"], totals["mps"] * scale)
     if len(gpus) >= 2:
         cases.append(
             CaseSpec(
@@ -210,7 +181,17 @@ def plan_cases(profile: Profile, budget_s: float | None = None) -> BenchPlan:
                 params={"backend": "nccl", "world_size": len(gpus)},
             )
         )
-    return BenchPlan(threads=threads, cases=cases)
+    retry = round(RETRY_SHARE * totals["cpu"] * scale, 3)
+    return BenchPlan(threads=threads, cases=cases, retry_budget_s=retry)
+
+
+def peak_kind(m: Measurement) -> str | None:
+    """Which peak a measurement is compared with, as its case declares (None: no peak)."""
+    device = "cpu" if m.device == "cpu" else "mps" if m.device == "mps" else "gpu"
+    for d in declared():
+        if (d.device, d.case, d.precision, d.variant) == (device, m.case, m.precision, m.variant):
+            return d.peak
+    return None
 
 
 def child_env(threads: int) -> dict[str, str]:
@@ -231,6 +212,11 @@ class _Collected:
     crossovers: list[Crossover] = field(default_factory=list)
     peer_copies: list[PeerCopy] = field(default_factory=list)
     all_reduce: AllReduce | None = None
+    load: CpuLoad | None = None
+    """The current child's load report."""
+    earlier_load: CpuLoad | None = None
+    """What the children before it reported (a hung case restarts the child)."""
+    devices: dict[str, BenchDevice] = field(default_factory=dict)
     ended: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
 
@@ -246,8 +232,23 @@ class _Collected:
                 self.peer_copies.append(PeerCopy.model_validate(data))
             elif kind == "all_reduce":
                 self.all_reduce = AllReduce.model_validate(data)
+            elif kind == "cpu_load":
+                self.load = CpuLoad.model_validate(data)  # cumulative within one child
+            elif kind == "device":
+                device = BenchDevice.model_validate(data)
+                self.devices.setdefault(device.device, device)
         except ValidationError as exc:
             self.errors.append(f"malformed {kind} result: {exc.error_count()} problem(s)")
+
+    def next_child(self) -> None:
+        if self.load is not None:
+            self.earlier_load = _merge_load(self.earlier_load, self.load)
+        self.load = None
+
+    def cpu_load(self) -> CpuLoad | None:
+        if self.load is None:
+            return self.earlier_load
+        return _merge_load(self.earlier_load, self.load)
 
 
 def _limit(case: CaseSpec, first_on_device: bool) -> float:
@@ -356,6 +357,7 @@ def run_plan(
             report(CaseEvent(hung.id, hung.title, BenchStatus.TIMEOUT))
             got.ended.add(hung.id)
             remaining = [case for case in left if case.id != hung.id]
+            got.next_child()
             continue  # a fresh child for the cases left
         if result.status != "ok":
             status = BenchStatus.TIMEOUT if result.status == "timeout" else BenchStatus.FAILED
@@ -374,20 +376,75 @@ def run_plan(
         all_reduce=got.all_reduce,
         crossover=_merge_crossovers(got.crossovers),
         training_speedup=_speedups(got.measurements),
+        load=got.cpu_load(),
+        devices=[got.devices[d] for d in sorted(got.devices)],
     )
     bench.other_cpu_load = load.fraction()
     notes = list(got.errors)
-    if bench.other_cpu_load is not None and bench.other_cpu_load > BUSY_THRESHOLD:
-        notes.append(
-            f"the machine was busy: other processes used {bench.other_cpu_load:.0%} of the CPUs "
-            "while measuring, so the CPU figures are likely low; scan again when it is idle"
-        )
-        for m in bench.measurements:
-            if m.device == "cpu" and m.status == BenchStatus.OK:
-                m.confidence = Confidence.LOW
+    busy = bench.other_cpu_load is not None and bench.other_cpu_load > BUSY_THRESHOLD
+    for m in bench.measurements:
+        if m.device == "cpu" and m.status == BenchStatus.OK and m.other_cpus is None and busy:
+            # No load figure of its own (the child could not read the CPU times): the phase's.
+            m.disturbances.append(Disturbance.CPU_CONTENDED)
+            m.disturbance_note = (
+                f"other processes used {bench.other_cpu_load:.0%} of the CPUs during the "
+                "benchmarks: the figure is likely low"
+            )
     if notes:
         bench.message = "; ".join(notes)
     return bench
+
+
+def judge(bench: Benchmarks, profile: Profile, env: dict[str, str] | None = None) -> None:
+    """After the run: peaks and efficiencies, the GPU figures' disturbances (other processes,
+    throttling, a shared GPU), and one sentence on every figure that is not this machine's."""
+    from hwadvisor.benchflags import flag_gpu_measurements
+
+    attach_peaks(bench, profile)
+    flag_gpu_measurements(bench, profile, env)
+    summary = disturbance_summary(bench)
+    if summary:
+        bench.message = f"{bench.message}; {summary}" if bench.message else summary
+
+
+def _merge_load(old: CpuLoad | None, new: CpuLoad) -> CpuLoad:
+    """The child's latest load report; a restarted child's keeps the first child's start."""
+    if old is None:
+        return new
+    return new.model_copy(
+        update={
+            "other_cpus_before": old.other_cpus_before,
+            "threads_chosen": old.threads_chosen,
+            "note": old.note,
+            "waited_seconds": round(old.waited_seconds + new.waited_seconds, 3),
+            "retried": [*old.retried, *(r for r in new.retried if r not in old.retried)],
+        }
+    )
+
+
+def disturbance_summary(bench: Benchmarks) -> str | None:
+    """One sentence on the figures that are not this machine's capability, and what to do."""
+    cpu = [m for m in bench.measurements if m.device == "cpu" and m.disturbances]
+    gpu = [m for m in bench.measurements if m.device != "cpu" and m.disturbances]
+    parts = []
+    if cpu:
+        threads = {m.threads for m in cpu if m.threads}
+        contended = any(Disturbance.CPU_CONTENDED in m.disturbances for m in cpu)
+        what = "other processes were using the CPUs"
+        if not contended and threads:
+            usable = bench.load.usable_cpus if bench.load else None
+            of = f" of {usable}" if usable else ""
+            what += f" (measured with {min(threads)}{of} threads on the free cores)"
+        parts.append(f"{len(cpu)} CPU figure(s) are not this machine's full capability: {what}")
+    if gpu:
+        kinds = sorted({d.value for m in gpu for d in m.disturbances})
+        parts.append(f"{len(gpu)} GPU figure(s) were disturbed ({', '.join(kinds)})")
+    if not parts:
+        return None
+    return (
+        "; ".join(parts) + ". The advice does not use them. Scan again when the machine is idle "
+        "(stop other jobs; check with top or nvidia-smi)"
+    )
 
 
 class _OtherLoad:
@@ -487,50 +544,74 @@ _PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
 def attach_peaks(bench: Benchmarks, profile: Profile) -> None:
-    """Fill ``peak``, ``efficiency`` and their notes on every measurement that has a peak."""
+    """Fill ``peak``, ``efficiency`` and their notes on every measurement, by the peak its case
+    declares (:attr:`CaseDef.peak`)."""
     cpu_peak, cpu_basis = cpu_peak_from_profile(profile.cpu)
     nominal_clock = profile.cpu.max_frequency_mhz.value is None
     catalog: dict[str, GpuPeak | None] = {}
     for m in bench.measurements:
         if m.status != BenchStatus.OK or m.best is None:
             continue
+        kind = peak_kind(m)
         if m.device == "cpu":
-            if m.case in ("matmul", "conv2d", "train_step") and m.precision == "fp32":
+            if kind == "cpu_fp32":
                 _set_peak(m, cpu_peak, cpu_basis, nominal=nominal_clock)
+            elif m.case == "train_step":
+                m.efficiency_note = "compare samples/s across devices; see the training speedup"
             elif m.case == "triad":
                 m.efficiency_note = "no peak: the memory configuration (channels, speed) is unknown"
             else:
                 m.efficiency_note = "no peak figure for this precision on CPUs"
             continue
-        name, memory, gpu = device_identity(profile, m.device)
+        if kind is None:
+            continue
+        name, memory, gpu = device_identity(profile, m.device, bench)
         if name is None:
             m.efficiency_note = "no peak: GPU model unknown"
             continue
         if m.device not in catalog:
             catalog[m.device] = find_gpu_peak(name, memory)
-        _gpu_peak(m, catalog[m.device], name, gpu)
+        _gpu_peak(m, kind, catalog[m.device], name, gpu)
 
 
 def _bus(bus_id: str | None) -> str | None:
     return bus_id.lower()[-12:] if bus_id else None
 
 
-def device_identity(profile: Profile, device: str) -> tuple[str | None, int | None, GpuInfo | None]:
-    """Name, memory and vendor record of torch's ``cuda:N``, matched by PCI bus id (torch's
-    numbering follows CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, NVML's does not)."""
+def device_identity(
+    profile: Profile, device: str, bench: Benchmarks | None = None
+) -> tuple[str | None, int | None, GpuInfo | None]:
+    """Name, memory and vendor record of torch's ``cuda:N``: by the UUID or PCI bus id the
+    benchmark child recorded, else torch's bus id (torch's numbering follows
+    CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, NVML's does not)."""
     index = int(device.split(":")[-1]) if ":" in device else 0
     torch_devices = profile.frameworks.torch.devices
     tdev = next((d for d in torch_devices if d.index == index), None)
     gpu = None
-    if tdev is not None and tdev.pci_bus_id.value:
+    known = next((d for d in (bench.devices if bench else []) if d.device == device), None)
+    if known is not None:
+        gpu = next(
+            (
+                g
+                for g in profile.gpus
+                if (known.uuid and g.uuid.value == known.uuid)
+                or (known.pci_bus_id and _bus(g.pci_bus_id.value) == _bus(known.pci_bus_id))
+            ),
+            None,
+        )
+    if gpu is None and tdev is not None and tdev.pci_bus_id.value:
         gpu = next(
             (g for g in profile.gpus if _bus(g.pci_bus_id.value) == _bus(tdev.pci_bus_id.value)),
             None,
         )
-    if gpu is None and tdev is None:
+    if gpu is None and tdev is None and known is None:
         candidates = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
         gpu = candidates[index] if index < len(candidates) else None
-    name = (gpu.name.value if gpu else None) or (tdev.name.value if tdev else None)
+    name = (
+        (gpu.name.value if gpu else None)
+        or (known.name if known else None)
+        or (tdev.name.value if tdev else None)
+    )
     memory = (gpu.vram_total_bytes.value if gpu else None) or (
         tdev.total_memory_bytes.value if tdev else None
     )
@@ -548,8 +629,10 @@ def _set_peak(m: Measurement, peak: float | None, basis: str, *, nominal: bool) 
     m.efficiency, m.efficiency_note = efficiency(m.best or 0.0, m.peak, clock_is_nominal=nominal)
 
 
-def _gpu_peak(m: Measurement, peak: GpuPeak | None, name: str, gpu: GpuInfo | None) -> None:
-    if m.case in ("h2d", "d2h"):
+def _gpu_peak(
+    m: Measurement, kind: str, peak: GpuPeak | None, name: str, gpu: GpuInfo | None
+) -> None:
+    if kind == "pcie":
         gen = gpu.pcie_generation_max.value if gpu else None
         width = gpu.pcie_width_max.value if gpu else None
         if gen in _PCIE_GBS_PER_LANE and width:
@@ -564,9 +647,9 @@ def _gpu_peak(m: Measurement, peak: GpuPeak | None, name: str, gpu: GpuInfo | No
     if peak is None:
         m.efficiency_note = f"no peak: {name!r} is not in the catalog"
         return
-    if m.case == "device_copy":
+    if kind == "gpu_bandwidth":
         value = peak.bandwidth_gbs
-    elif m.case in ("matmul", "conv2d") and m.precision:
+    elif kind == "gpu_compute" and m.precision:
         precision = "fp16" if m.precision == "amp" else m.precision
         tflops = peak_for(peak, precision)
         value = tflops * 1000 if tflops else None

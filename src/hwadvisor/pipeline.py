@@ -287,7 +287,7 @@ def _benchmark(profile: Profile, options: ScanOptions, runner: _Runner) -> None:
 
     plan = benchrun.plan_cases(profile, options.budget_s)
     bench = benchrun.run_plan(plan, on_case, target=options.bench_target or benchrun.TARGET)
-    benchrun.attach_peaks(bench, profile)
+    benchrun.judge(bench, profile)
     profile.benchmarks = bench
     bad = [m for m in bench.measurements if m.status in (BenchStatus.FAILED, BenchStatus.TIMEOUT)]
     if bad:

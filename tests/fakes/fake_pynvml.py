@@ -177,6 +177,8 @@ class FakeMig:
     gpu_instance_id: Any = 1
     compute_instance_id: Any = 0
     multiprocessor_count: Any = 16
+    compute_processes: Any = field(default_factory=list)
+    """Pids of the compute processes on this MIG instance, or an error."""
 
 
 @dataclass
@@ -204,6 +206,9 @@ class FakeGpu:
     temperature_c: Any = 34
     utilization: Any = (0, 0)
     """(gpu %, memory %), or an error."""
+    compute_processes: Any = field(default_factory=list)
+    """Pids of the compute processes on the GPU (nvmlDeviceGetComputeRunningProcesses), or an
+    error."""
     ecc_mode: Any = (NVML_FEATURE_ENABLED, NVML_FEATURE_ENABLED)
     persistence_mode: Any = NVML_FEATURE_ENABLED
     mig_mode: Any = (NVML_DEVICE_MIG_DISABLE, NVML_DEVICE_MIG_DISABLE)
@@ -451,6 +456,25 @@ class FakePynvml(types.ModuleType):
     def _nvmlDeviceGetUtilizationRates(self, handle: FakeHandle) -> Any:
         gpu, memory = _give(self._gpu(handle).utilization)
         return _Struct(gpu=gpu, memory=memory)
+
+    def _nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> Any:
+        if handle.mig_slot is not None:
+            pids = _give(self._mig(handle).compute_processes)
+        else:
+            pids = _give(self._gpu(handle).compute_processes)
+        # nvmlProcessInfo_t: the binding reports usedGpuMemory None where NVML cannot tell.
+        return [
+            _Struct(
+                pid=pid, usedGpuMemory=None, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF
+            )
+            for pid in pids
+        ]
+
+    def _nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle) -> Any:
+        return self._nvmlDeviceGetComputeRunningProcesses(handle)
+
+    def _nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle) -> Any:
+        return self._nvmlDeviceGetComputeRunningProcesses(handle)
 
     def _nvmlDeviceGetEccMode(self, handle: FakeHandle) -> Any:
         return list(_give(self._gpu(handle).ecc_mode))

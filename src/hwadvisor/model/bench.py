@@ -24,6 +24,22 @@ class Confidence(str, Enum):
     """Spread above 10 %, or too few blocks: a noisy machine or a too-short time share."""
 
 
+class Disturbance(str, Enum):
+    """Why a figure is not this machine's capability, though it was measured correctly."""
+
+    CPU_CONTENDED = "cpu_contended"
+    """Other processes ran on the cores this case's threads needed: the figure is low."""
+    FEWER_THREADS = "fewer_threads"
+    """Measured with fewer threads than usable CPUs, because other processes held the rest: an
+    honest figure for that thread count, not the whole machine's."""
+    GPU_BUSY = "gpu_busy"
+    """Other processes had work on the GPU (NVML's process list or utilization)."""
+    GPU_THROTTLED = "gpu_throttled"
+    """The GPU slowed its clocks for heat or power (hardware/thermal slowdown, power brake)."""
+    GPU_SHARED = "gpu_shared"
+    """A slice of a GPU (MIG instance) or a GPU shared through MPS: not the whole card."""
+
+
 class Measurement(StrictModel):
     """One benchmark case on one device."""
 
@@ -56,12 +72,33 @@ class Measurement(StrictModel):
     settings: dict[str, str] = Field(default_factory=dict)
     """Precision and library settings in force (float32 matmul precision, cudnn flags, threads)."""
     confidence: Confidence = Confidence.HIGH
+    threads: int | None = None
+    """CPU threads the case ran with (CPU cases)."""
+    other_cpus: float | None = None
+    """CPUs' worth of time other processes used, on the CPUs this case could run on, while it
+    ran (CPU cases); null where it cannot be known."""
+    disturbances: list[Disturbance] = Field(default_factory=list)
+    """Conditions that make the figure something other than this machine's capability."""
+    disturbance_note: str | None = None
+    """The conditions in words, with the figures behind them."""
+    attempts: int = 1
+    """How many times the case ran: a case disturbed by a passing load is run again once."""
     peak: float | None = None
     """The device's theoretical peak for this case, in ``unit``."""
     peak_basis: str | None = None
     efficiency: float | None = None
     """best / peak, as a fraction; null (with a note) when the peak is unknown or implausible."""
     efficiency_note: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the figure may stand for this machine: measured, undisturbed, consistent."""
+        return (
+            self.status == BenchStatus.OK
+            and self.best is not None
+            and not self.disturbances
+            and self.confidence == Confidence.HIGH
+        )
 
 
 class TelemetrySample(StrictModel):
@@ -76,6 +113,10 @@ class TelemetrySample(StrictModel):
     temperature_c: int | None = None
     power_watts: float | None = None
     throttle_reasons: list[str] = Field(default_factory=list)
+    utilization_percent: int | None = None
+    """GPU utilization over NVML's last sample period (others' kernels count too)."""
+    other_processes: int | None = None
+    """Compute processes on the GPU other than the benchmark's own."""
 
 
 class CrossoverPoint(StrictModel):
@@ -126,6 +167,34 @@ class AllReduce(StrictModel):
     message: str | None = None
 
 
+class CpuLoad(StrictModel):
+    """What other processes did to the CPUs around the benchmark phase, and what was done."""
+
+    cpus: int | None = None
+    """CPUs the benchmarks could run on (the affinity set)."""
+    usable_cpus: int | None = None
+    """Usable CPUs of the profile (affinity and cgroup quota): the threads of an idle machine."""
+    other_cpus_before: float | None = None
+    """CPUs' worth of time other processes used just before the CPU cases."""
+    threads_chosen: int | None = None
+    """Threads the first CPU case ran with: the usable CPUs less the ones others held."""
+    waited_seconds: float = 0.0
+    """Time spent waiting for a passing load to end before measuring."""
+    retried: list[str] = Field(default_factory=list)
+    """Cases run a second time because a load came up while they ran."""
+    note: str | None = None
+
+
+class BenchDevice(StrictModel):
+    """The identity of a benchmark device, resolved once in the child: ``cuda:N`` → the GPU."""
+
+    device: str
+    name: str | None = None
+    uuid: str | None = None
+    """NVML's spelling (``GPU-…``, ``MIG-…``)."""
+    pci_bus_id: str | None = None
+
+
 class Benchmarks(StrictModel):
     status: BenchStatus = BenchStatus.OK
     message: str | None = None
@@ -136,6 +205,9 @@ class Benchmarks(StrictModel):
     other_cpu_load: float | None = None
     """Share of the CPUs other processes used while measuring (above 0.10 the CPU figures are
     flagged low confidence); null where it cannot be known."""
+    load: CpuLoad | None = None
+    devices: list[BenchDevice] = Field(default_factory=list)
+    """Each ``cuda:N`` of the measurements with its GPU's UUID and bus id."""
     torch_version: str | None = None
     measurements: list[Measurement] = Field(default_factory=list)
     telemetry: list[TelemetrySample] = Field(default_factory=list)

@@ -16,8 +16,9 @@ from hwadvisor.model.bench import Benchmarks
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 
 #: Bumped when the JSON changes shape. Loaders accept every version up to this one.
-#: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``.
-SCHEMA_VERSION = 3
+#: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``. 4: adds the benchmarks' load
+#: conditions, per-measurement disturbances and threads, and the benchmark devices' identity.
+SCHEMA_VERSION = 4
 
 
 def _not_probed() -> Fact[Any]:

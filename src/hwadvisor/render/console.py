@@ -274,7 +274,11 @@ def _bench_row(m: Measurement, notes: list[str]) -> list[RenderableType]:
         return [Text(m.device), what, Text(m.status.value, style=style), Text(""), Text("")]
     spread = f" ±{m.spread * 100:.0f}%" if m.spread is not None else ""
     median = Text(f"{format_rate(m.median, m.unit)}{spread}")
-    if m.confidence == Confidence.LOW:
+    if m.disturbances:
+        flag = "busy" if m.device == "cpu" else "disturbed"
+        threads = f", {m.threads} thr" if m.device == "cpu" and m.threads else ""
+        median.append(f" ({flag}{threads})", style="yellow")
+    elif m.confidence == Confidence.LOW:
         median.append(" (low confidence)", style="yellow")
     if m.efficiency is not None:
         eff = Text(f"{m.efficiency:.0%} of {format_rate(m.peak, m.unit)}")
@@ -301,6 +305,8 @@ def _bench(p: Profile) -> RenderableType | None:
     for m in b.measurements:
         table.add_row(*_bench_row(m, notes))
     lines = [Text(f"[{i}] {note}", style="dim") for i, note in enumerate(notes, 1)]
+    if b.message:
+        lines.append(Text(b.message, style="yellow"))
     for c in b.crossover:
         if c.cpu_faster_below_n is not None:
             line = f"{c.device}: below n ≈ {c.cpu_faster_below_n} the CPU is faster at matmul"

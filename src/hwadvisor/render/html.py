@@ -112,7 +112,10 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
             {
                 "label": "CPU matrix multiply (FP32)",
                 "value": format_rate(cpu.best, cpu.unit),
-                "detail": f"{b.threads if b else '?'} threads",
+                "detail": (
+                    f"{cpu.threads or (b.threads if b else '?')} threads"
+                    + ("; machine busy, not used by the advice" if cpu.disturbances else "")
+                ),
             }
         )
     gpu = _best(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
@@ -299,6 +302,42 @@ def _grouped(bench: Benchmarks) -> list[tuple[Measurement, str | None]]:
     return out
 
 
+def busy_warning(bench: Benchmarks | None) -> str | None:
+    """Page one's warning when figures were taken on a busy or disturbed machine."""
+    if bench is None:
+        return None
+    disturbed = [m for m in bench.measurements if m.disturbances]
+    if not disturbed:
+        return None
+    cpu = [m for m in disturbed if m.device == "cpu"]
+    parts = []
+    if cpu:
+        load = bench.load
+        if load is not None and load.other_cpus_before is not None and load.cpus:
+            held = f"other processes kept {load.other_cpus_before:.1f} of {load.cpus} CPUs busy"
+        else:
+            held = "other processes were using the CPUs"
+        threads = min((m.threads for m in cpu if m.threads), default=None)
+        parts.append(
+            f"{held} while it was measured"
+            + (
+                f" (measured with {threads} of {load.usable_cpus} threads)"
+                if load and threads and load.usable_cpus and threads < load.usable_cpus
+                else ""
+            )
+        )
+    gpu = sorted(
+        {d.value.replace("_", " ") for m in disturbed if m.device != "cpu" for d in m.disturbances}
+    )
+    if gpu:
+        parts.append(f"the GPU figures were disturbed ({', '.join(gpu)})")
+    return (
+        "The machine was busy: " + "; ".join(parts) + ". Those figures are shown but not used: "
+        "the estimates for this machine rest on its catalog figures instead. For figures of "
+        "its own, stop other jobs and scan again (hwadvisor scan)."
+    )
+
+
 def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
     """The measurements table: one row of strings per case, notes kept with their row."""
     if bench is None:
@@ -314,8 +353,10 @@ def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
         notes = [n for n in (m.message, m.efficiency_note if m.efficiency is None else None) if n]
         if group_note:
             notes.insert(0, group_note)
-        if m.confidence.value == "low":
-            notes.append("low confidence")
+        if m.disturbance_note:
+            notes.append(f"not used by the advice: {m.disturbance_note}")
+        elif m.confidence.value == "low":
+            notes.append("low confidence: not used by the advice")
         rows.append(
             {
                 "device": m.device,
@@ -379,6 +420,7 @@ def render_html(
         "this_estimate": _this_machine_estimate(advice),
         "recommended": recommended(advice),
         "key_measurements": key_measurements(profile),
+        "busy_warning": busy_warning(profile.benchmarks),
         "measurements": measurement_rows(profile.benchmarks),
         "charts": _charts(profile),
         "facts": raw_facts(profile),

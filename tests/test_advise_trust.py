@@ -1,0 +1,165 @@
+"""The advice uses only figures it can trust, and each GPU's own figures.
+
+A measurement taken on a busy machine (fewer threads, contended cores), on a disturbed GPU
+(other processes, throttling, a MIG slice) or with inconsistent blocks never calibrates the
+estimate for this machine: the estimate falls back to the catalog/formula and says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwadvisor.advise import advise, bench_device
+from hwadvisor.importers.detect import import_file
+from hwadvisor.model.bench import (
+    BenchDevice,
+    Benchmarks,
+    Confidence,
+    Disturbance,
+    Measurement,
+)
+from hwadvisor.model.facts import Fact
+from hwadvisor.model.load import load_profile
+from hwadvisor.model.profile import Profile
+from hwadvisor.workloads import get_workload
+
+FIXTURES = Path(__file__).parent / "fixtures"
+V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
+SINGLE_GPU = FIXTURES / "reports" / "single-gpu.json"
+
+
+def _cpu_profile(*disturbances: Disturbance, confidence: Confidence = Confidence.HIGH) -> Profile:
+    profile = import_file(V1)
+    common = {"device": "cpu", "confidence": confidence, "disturbances": list(disturbances)}
+    profile.benchmarks = Benchmarks(
+        measurements=[
+            Measurement(
+                case="matmul", precision="fp32", unit="GFLOP/s", best=60.0, threads=1, **common
+            ),
+            Measurement(
+                case="train_step",
+                precision="fp32",
+                unit="samples/s",
+                best=30.0,
+                threads=1,
+                params={"train_gflops_per_s": 40.0},
+                **common,
+            ),
+        ]
+    )
+    return profile
+
+
+def _no_bench() -> Profile:
+    profile = import_file(V1)
+    profile.benchmarks = Benchmarks()
+    return profile
+
+
+def test_trusted_cpu_figures_calibrate_this_machine() -> None:
+    mine = advise(_cpu_profile(), get_workload("resnet50-imagenet")).estimates[0]
+    assert mine.calibrated
+    assert "measured fp32 matmul" in mine.basis
+
+
+def test_figures_from_a_busy_machine_do_not_calibrate() -> None:
+    w = get_workload("resnet50-imagenet")
+    busy = advise(_cpu_profile(Disturbance.FEWER_THREADS), w)
+    mine = busy.estimates[0]
+    assert not mine.calibrated
+    assert "set aside (fewer threads)" in mine.basis
+    assert "idle machine" in mine.basis
+    # The same estimate as with no measurement at all: the formula, not the busy figure.
+    formula = advise(_no_bench(), w).estimates[0]
+    assert mine.seconds == formula.seconds
+    assert any("set aside" in r for r in busy.this_machine.reasons)
+
+
+def test_contended_and_low_confidence_figures_are_set_aside_too() -> None:
+    w = get_workload("small-cnn")
+    contended = advise(_cpu_profile(Disturbance.CPU_CONTENDED), w).estimates[0]
+    assert not contended.calibrated and "cpu contended" in contended.basis
+    noisy = advise(_cpu_profile(confidence=Confidence.LOW), w).estimates[0]
+    assert not noisy.calibrated and "low confidence" in noisy.basis
+
+
+def test_a_busy_scan_no_longer_claims_years_for_this_machine() -> None:
+    # The collapsed figure of issue 8 (1.6 GFLOP/s, flagged) must not reach the estimate.
+    w = get_workload("resnet50-imagenet")
+    collapsed = _cpu_profile(Disturbance.CPU_CONTENDED)
+    assert collapsed.benchmarks is not None
+    for m in collapsed.benchmarks.measurements:
+        m.best = 1.6
+        m.params = {"train_gflops_per_s": 1.6} if m.case == "train_step" else {}
+    busy = advise(collapsed, w).estimates[0]
+    formula = advise(_no_bench(), w).estimates[0]
+    assert busy.seconds == formula.seconds
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs: each GPU's own figures, matched by UUID
+
+
+def _two_gpus() -> Profile:
+    """The RTX 3080 profile with a second, different GPU; torch numbers them the other way."""
+    profile = load_profile(SINGLE_GPU)
+    first = profile.gpus[0]
+    second = first.model_copy(deep=True)
+    second.index = 1
+    second.name = Fact(value="NVIDIA A100-SXM4-80GB", source="nvml")
+    second.uuid = Fact(value="GPU-aaaaaaaa-0000-0000-0000-000000000001", source="nvml")
+    second.pci_bus_id = Fact(value="00000000:81:00.0", source="nvml")
+    second.vram_total_bytes = Fact(value=80 * 1024**3, source="nvml")
+    profile.gpus.append(second)
+    assert profile.benchmarks is not None
+    bench = profile.benchmarks
+    bench.devices = [
+        BenchDevice(device="cuda:0", name=second.name.value, uuid=second.uuid.value),
+        BenchDevice(device="cuda:1", name=first.name.value, uuid=first.uuid.value),
+    ]
+    cuda0 = [m for m in bench.measurements if m.device == "cuda:0"]
+    # cuda:0 is the A100 now, measured poorly; the RTX 3080 (NVML's first) is cuda:1, measured
+    # at the usual 80 % of its peak.
+    for m in cuda0:
+        m.efficiency = 0.2 if m.efficiency else None
+    bench.measurements += [
+        m.model_copy(update={"device": "cuda:1", "efficiency": 0.8})
+        for m in cuda0
+        if m.case == "matmul"
+    ]
+    return profile
+
+
+def test_gpu_figures_are_matched_by_uuid_not_by_position() -> None:
+    profile = _two_gpus()
+    assert bench_device(profile, profile.gpus[0]) == "cuda:1"
+    assert bench_device(profile, profile.gpus[1]) == "cuda:0"
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    gpu_row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    # The first GPU's own measurement (80 %): no derating borrowed from the other card's 20 %.
+    assert "at 80% of peak" in gpu_row.basis
+    assert "derated" not in gpu_row.basis
+
+
+def test_a_disturbed_gpu_figure_is_set_aside() -> None:
+    profile = load_profile(SINGLE_GPU)
+    assert profile.benchmarks is not None
+    for m in profile.benchmarks.measurements:
+        if m.device == "cuda:0":
+            m.disturbances = [Disturbance.GPU_BUSY]
+            m.efficiency = 0.2
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    gpu_row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    assert not gpu_row.calibrated
+    assert "set aside (gpu busy)" in gpu_row.basis
+    assert "derated" not in gpu_row.basis
+
+
+def test_an_unmatched_gpu_on_a_many_gpu_machine_borrows_no_figure() -> None:
+    profile = _two_gpus()
+    assert profile.benchmarks is not None
+    profile.benchmarks.devices = []  # an older profile: no identities recorded
+    assert bench_device(profile, profile.gpus[0]) is None
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    gpu_row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    assert "cannot be matched" in gpu_row.basis
