@@ -28,20 +28,28 @@ V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
 SINGLE_GPU = FIXTURES / "reports" / "single-gpu.json"
 
 
-def _cpu_profile(*disturbances: Disturbance, confidence: Confidence = Confidence.HIGH) -> Profile:
+def _cpu_profile(
+    *disturbances: Disturbance,
+    confidence: Confidence = Confidence.HIGH,
+    usable: int = 2,
+    threads: int = 1,
+) -> Profile:
     profile = import_file(V1)
-    common = {"device": "cpu", "confidence": confidence, "disturbances": list(disturbances)}
+    profile.cpu.usable_cpus = Fact(value=usable, source="derived")
+    common = {
+        "device": "cpu",
+        "confidence": confidence,
+        "disturbances": list(disturbances),
+        "threads": threads,
+    }
     profile.benchmarks = Benchmarks(
         measurements=[
-            Measurement(
-                case="matmul", precision="fp32", unit="GFLOP/s", best=60.0, threads=1, **common
-            ),
+            Measurement(case="matmul", precision="fp32", unit="GFLOP/s", best=60.0, **common),
             Measurement(
                 case="train_step",
                 precision="fp32",
                 unit="samples/s",
                 best=30.0,
-                threads=1,
                 params={"train_gflops_per_s": 40.0},
                 **common,
             ),
@@ -52,6 +60,7 @@ def _cpu_profile(*disturbances: Disturbance, confidence: Confidence = Confidence
 
 def _no_bench() -> Profile:
     profile = import_file(V1)
+    profile.cpu.usable_cpus = Fact(value=2, source="derived")
     profile.benchmarks = Benchmarks()
     return profile
 
@@ -62,17 +71,28 @@ def test_trusted_cpu_figures_calibrate_this_machine() -> None:
     assert "measured fp32 matmul" in mine.basis
 
 
-def test_figures_from_a_busy_machine_do_not_calibrate() -> None:
+def test_a_clean_figure_on_the_free_cores_is_scaled_to_the_usable_cpus() -> None:
+    # Another process held one of two CPUs; the case ran on the free one, undisturbed.
     w = get_workload("resnet50-imagenet")
-    busy = advise(_cpu_profile(Disturbance.FEWER_THREADS), w)
+    busy = advise(_cpu_profile(Disturbance.FEWER_THREADS, threads=1), w)
+    idle = advise(_cpu_profile(threads=2), w)
     mine = busy.estimates[0]
+    assert mine.calibrated
+    assert "measured on 1 of 2 CPUs" in mine.basis and "scaled to 2" in mine.basis
+    # 60 GFLOP/s on one thread stands for 120 on two: half the idle estimate's time.
+    assert idle.estimates[0].seconds is not None and mine.seconds is not None
+    assert abs(mine.seconds * 2 / idle.estimates[0].seconds - 1) < 0.05  # 2 significant digits
+
+
+def test_a_figure_from_few_of_many_cpus_is_not_extrapolated() -> None:
+    w = get_workload("resnet50-imagenet")
+    mine = advise(_cpu_profile(Disturbance.FEWER_THREADS, usable=16, threads=2), w).estimates[0]
     assert not mine.calibrated
     assert "set aside (fewer threads)" in mine.basis
     assert "idle machine" in mine.basis
-    # The same estimate as with no measurement at all: the formula, not the busy figure.
+    # The same estimate as with no measurement at all: the formula, not the figure.
     formula = advise(_no_bench(), w).estimates[0]
     assert mine.seconds == formula.seconds
-    assert any("set aside" in r for r in busy.this_machine.reasons)
 
 
 def test_contended_and_low_confidence_figures_are_set_aside_too() -> None:
@@ -81,6 +101,8 @@ def test_contended_and_low_confidence_figures_are_set_aside_too() -> None:
     assert not contended.calibrated and "cpu contended" in contended.basis
     noisy = advise(_cpu_profile(confidence=Confidence.LOW), w).estimates[0]
     assert not noisy.calibrated and "low confidence" in noisy.basis
+    noisy_fewer = _cpu_profile(Disturbance.FEWER_THREADS, confidence=Confidence.LOW)
+    assert not advise(noisy_fewer, w).estimates[0].calibrated
 
 
 def test_a_busy_scan_no_longer_claims_years_for_this_machine() -> None:
@@ -163,3 +185,26 @@ def test_an_unmatched_gpu_on_a_many_gpu_machine_borrows_no_figure() -> None:
     advice = advise(profile, get_workload("resnet50-imagenet"))
     gpu_row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
     assert "cannot be matched" in gpu_row.basis
+
+
+def test_an_emulated_low_precision_is_not_the_cpus_training_rate() -> None:
+    # A bf16 workload on a CPU without native bf16: the 2 GFLOP/s emulated figure would claim
+    # decades; training there runs in fp32.
+    profile = _cpu_profile(threads=2)
+    assert profile.benchmarks is not None
+    profile.benchmarks.measurements.append(
+        Measurement(
+            case="matmul",
+            device="cpu",
+            precision="bf16",
+            unit="GFLOP/s",
+            best=2.0,
+            threads=2,
+            settings={"native": "no (CPU flags)"},
+        )
+    )
+    w = get_workload("bert-base-finetune")
+    assert w.precision in ("bf16", "fp16")
+    mine = advise(profile, w).estimates[0]
+    assert mine.calibrated
+    assert "measured fp32 matmul 60 GFLOP/s" in mine.basis

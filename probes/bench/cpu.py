@@ -104,7 +104,7 @@ def _malloc_settings() -> dict[str, str]:
 #: passing load to end (0.75 s at most, so a busy machine's scan grows by little).
 LOAD_LOOK_S = 0.25
 LOAD_WAIT_LOOKS = 3
-#: A re-check before a case, when the last look found cores taken.
+#: The look before a second run of a case that a load disturbed.
 RECHECK_S = 0.15
 #: Below this many seconds a look cannot tell a taken core from timer noise.
 MIN_LOOK_S = 0.1
@@ -188,8 +188,8 @@ def _load_state(ctx: BenchContext) -> CpuLoadState:
     state: CpuLoadState = ctx.load
     if state.threads_chosen is None:
         _first_look(state)
-    elif state.threads() < state.usable:
-        state.look(RECHECK_S)  # the cores may be free again
+    # Later cases go by the load seen while the case before ran: on the free cores, others'
+    # load is measured as well as by a look, so a load that left frees the cores again.
     return state
 
 

@@ -32,7 +32,7 @@ from hwadvisor.model.advice import (
     TraceEntry,
     WorkloadSummary,
 )
-from hwadvisor.model.bench import BenchStatus, Measurement
+from hwadvisor.model.bench import BenchStatus, Confidence, Disturbance, Measurement
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
     Estimate,
@@ -389,6 +389,46 @@ def _ok(
     return m if m is not None and m.trusted else None
 
 
+#: A figure measured on fewer threads (others held the rest of the CPUs) is scaled to the
+#: usable CPUs only from at least this share of them (or on machines of 4 CPUs or fewer): a
+#: longer extrapolation would hide memory-bandwidth limits.
+MIN_SCALED_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class _Found:
+    m: Measurement
+    scale: float
+
+    @property
+    def gflops(self) -> float:
+        return (self.m.best or 0.0) * self.scale
+
+
+def _per_core(bench: Any, case: str, precision: str | None, usable: int) -> _Found | None:
+    """A CPU figure the estimate may rest on: a trusted one as it is, or a clean one taken on
+    fewer threads because others held the rest of the CPUs, scaled to the usable CPUs. Figures
+    from contended cores (someone else's process in the timing) are never used."""
+    m = _measured(bench, "cpu", case, precision)
+    if m is None:
+        return None
+    if m.trusted:
+        return _Found(m, 1.0)
+    clean = (
+        m.disturbances == [Disturbance.FEWER_THREADS]
+        and m.confidence == Confidence.HIGH
+        and m.threads is not None
+        and 0 < m.threads < usable
+    )
+    if clean and m.threads is not None and (m.threads >= MIN_SCALED_SHARE * usable or usable <= 4):
+        return _Found(m, usable / m.threads)
+    return None
+
+
+def _emulated(m: Measurement) -> bool:
+    return m.settings.get("native", "").startswith("no")
+
+
 def _distrust_note(ms: list[Measurement | None]) -> str | None:
     """Why measured figures were set aside, or None if none was."""
     bad = [m for m in ms if m is not None and not m.trusted]
@@ -505,29 +545,45 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
                 notes=["the profile does not say how many CPUs: no estimate"],
             )
         return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
-    step = _ok(bench, "cpu", "train_step")
-    fp32 = _ok(bench, "cpu", "matmul", "fp32")
     precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
+    step = _per_core(bench, "train_step", None, usable)
+    fp32 = _per_core(bench, "matmul", "fp32", usable)
+    matmul = _per_core(bench, "matmul", precision, usable)
+    if matmul is None or _emulated(matmul.m):
+        # Nobody trains in a precision the CPU only emulates (~100× slower): fp32 it is.
+        matmul = fp32
+    used = [found.m for found in (step, fp32, matmul) if found is not None]
     set_aside = _distrust_note(
         [
-            _measured(bench, "cpu", "train_step"),
-            _measured(bench, "cpu", "matmul", "fp32"),
-            _measured(bench, "cpu", "matmul", precision),
+            m
+            for m in (
+                _measured(bench, "cpu", "train_step"),
+                _measured(bench, "cpu", "matmul", "fp32"),
+                _measured(bench, "cpu", "matmul", precision),
+            )
+            if m not in used
         ]
+    )
+    scaled = next((f for f in (fp32, step, matmul) if f is not None and f.scale != 1.0), None)
+    scaled_note = (
+        f"measured on {scaled.m.threads} of {usable} CPUs while other processes held the rest; "
+        f"scaled to {usable} (scan again on an idle machine to confirm)"
+        if scaled is not None
+        else None
     )
     if (
         w.kind == "conv"
         and fp32 is not None
-        and fp32.best
         and step is not None
-        and step.params.get("train_gflops_per_s")
+        and step.m.params.get("train_gflops_per_s")
     ):
         # The training-step benchmark (an fp32 conv net) calibrates conv training on this CPU,
         # against the fp32 matmul measured beside it.
-        rate = fp32.best * 1e9
-        eff = min(1.0, float(step.params["train_gflops_per_s"]) * 1e9 / rate)
+        rate = fp32.gflops * 1e9
+        step_rate = float(step.m.params["train_gflops_per_s"]) * step.scale * 1e9
+        eff = min(1.0, step_rate / rate)
         note = (
-            f"measured fp32 matmul {fp32.best:,.0f} GFLOP/s; the small-CNN training step "
+            f"measured fp32 matmul {fp32.gflops:,.0f} GFLOP/s; the small-CNN training step "
             f"reached {eff:.0%} of it"
         )
         return Rate(
@@ -538,13 +594,13 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
             memory,
             memory,
             calibrated=True,
-            notes=[note],
+            notes=[n for n in (note, scaled_note) if n],
         )
-    matmul = _ok(bench, "cpu", "matmul", precision) or fp32
-    if matmul is not None and matmul.best:
-        note = f"measured {matmul.precision} matmul {matmul.best:,.0f} GFLOP/s"
-        est = estimate(w, rate_flops=matmul.best * 1e9, efficiency=default_efficiency(w, "cpu"))
-        return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=[note])
+    if matmul is not None:
+        note = f"measured {matmul.m.precision} matmul {matmul.gflops:,.0f} GFLOP/s"
+        est = estimate(w, rate_flops=matmul.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+        notes = [n for n in (note, scaled_note) if n]
+        return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=notes)
     details = cpu_peak_details(cpu)
     if details.gflops is None:
         return Rate(
