@@ -27,18 +27,23 @@ import time
 from typing import Any
 
 from hwadvisor.isolation import run_isolated
+from hwadvisor.probes.bench.cpu import PLAN as CPU_PLAN
 
 TARGET = "hwadvisor.probes.bench.plan:run_plan"
 
-#: The recommended default CPU case set: (id, kind, case, precision, share in s, params).
-#: 5.5 s of shares in all, warm-ups and setup included.
+#: The default CPU case set, as the CPU cases declare it: (id, kind, case, precision, share in s,
+#: params). 5.5 s of shares in all, warm-ups and setup included.
 DEFAULT_SET: list[tuple[str, str, str, str | None, float, dict[str, Any]]] = [
-    ("cpu.matmul.fp32", "cpu_matmul", "matmul", "fp32", 1.0, {}),
-    ("cpu.matmul.bf16", "cpu_matmul", "matmul", "bf16", 0.5, {}),
-    ("cpu.matmul.fp16", "cpu_matmul", "matmul", "fp16", 0.3, {}),
-    ("cpu.conv2d.fp32", "cpu_conv2d", "conv2d", "fp32", 1.2, {}),
-    ("cpu.triad", "cpu_triad", "triad", None, 0.7, {}),
-    ("cpu.train_step.fp32", "cpu_train_step", "train_step", "fp32", 1.8, {}),
+    (
+        ".".join(p for p in ("cpu", d.case, d.precision) if p),
+        d.kind,
+        d.case,
+        d.precision,
+        d.share,
+        dict(d.params),
+    )
+    for d in CPU_PLAN
+    if not d.needs_gpu
 ]
 
 MIB = 1024 * 1024
@@ -167,7 +172,9 @@ def run_child(
     found = {
         item["id"]: item["data"]
         for item in result.items
-        if isinstance(item, dict) and item.get("event") == "result"
+        if isinstance(item, dict)
+        and item.get("event") == "result"
+        and item.get("kind") == "measurement"
     }
     for case_id, data in found.items():
         if "status" in data and data["status"] != "ok":  # measurements (a crossover has none)

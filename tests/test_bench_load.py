@@ -337,3 +337,54 @@ def test_confidence_high_when_several_blocks_reproduce_the_best() -> None:
 def test_confidence_low_when_the_best_is_a_lone_outlier() -> None:
     values = [140.0, 60.0, 62.0, 61.0, 63.0, 64.0, 80.0, 90.0]
     assert summarize(values).confidence == "low"
+
+
+# --------------------------------------------------------------------------------------------
+# What the parent makes of flagged figures: peaks for the cores used, one sentence for the user
+
+
+def _judged(disturbance: Disturbance) -> Any:
+    from pathlib import Path
+
+    from hwadvisor.benchrun import judge
+    from hwadvisor.model.bench import Benchmarks, Confidence
+    from hwadvisor.model.facts import Fact
+    from hwadvisor.model.load import load_profile
+
+    profile = load_profile(Path(__file__).parent / "fixtures" / "reports" / "cpu-only.json")
+    profile.cpu.usable_cpus = Fact(value=2, source="derived")
+    m = Measurement(
+        case="matmul",
+        device="cpu",
+        precision="fp32",
+        unit="GFLOP/s",
+        best=80.0,
+        threads=1,
+        disturbances=[disturbance],
+        confidence=Confidence.HIGH,
+    )
+    idle = m.model_copy(update={"threads": 2, "disturbances": [], "best": 160.0})
+    bench = Benchmarks(measurements=[m], load=CpuLoad(cpus=2, usable_cpus=2, other_cpus_before=1.0))
+    judge(bench, profile, env={})
+    reference = Benchmarks(measurements=[idle])
+    judge(reference, profile, env={})
+    return bench, reference
+
+
+def test_a_figure_from_the_free_cores_is_compared_with_their_peak() -> None:
+    bench, reference = _judged(Disturbance.FEWER_THREADS)
+    m, idle = bench.measurements[0], reference.measurements[0]
+    assert m.peak is not None and idle.peak is not None
+    assert abs(m.peak - idle.peak / 2) <= 0.1
+    assert m.peak_basis is not None and "1 of 2 CPUs it ran on" in m.peak_basis
+    assert bench.message is not None
+    assert "1 of 2 threads on the free cores" in bench.message
+    assert "scales them to 2" in bench.message
+    assert "check with top)" in bench.message  # no GPU figure: no nvidia-smi hint
+    assert reference.message is None
+
+
+def test_contended_figures_are_said_to_be_unused() -> None:
+    bench, _ = _judged(Disturbance.CPU_CONTENDED)
+    assert bench.message is not None
+    assert "does not use the disturbed ones" in bench.message

@@ -157,3 +157,41 @@ def test_schema_1_profile_renders() -> None:
     assert "No workload given." in html
     assert "The scan ran without benchmarks." in html
     assert "No chart: no benchmarks in this profile." in html
+
+
+def _busy(disturbance: str) -> Profile:
+    from hwadvisor.model.bench import Confidence, CpuLoad, Disturbance
+
+    profile = _load("cpu-only")
+    assert profile.benchmarks is not None
+    profile.benchmarks.load = CpuLoad(cpus=2, usable_cpus=2, other_cpus_before=1.0)
+    for m in profile.benchmarks.measurements:
+        m.disturbances = [Disturbance(disturbance)]
+        m.confidence = Confidence.HIGH
+        m.threads = 1
+        m.disturbance_note = "measured with 1 of 2 threads"
+    return profile
+
+
+def test_page_one_says_the_machine_was_busy_and_how_to_rescan() -> None:
+    html = render_html(_busy("fewer_threads"), source_sha256=SHA)
+    one = _page_one(html)
+    assert "The machine was busy" in one
+    assert "other processes kept 1.0 of 2 CPUs busy" in one
+    assert "(measured with 1 of 2 threads)" in one
+    assert "scale the figures from the free cores" in one
+    assert "scan again" in one
+    assert "scaled to all CPUs by the advice: measured with 1 of 2 threads" in html
+
+
+def test_page_one_says_contended_figures_are_not_used() -> None:
+    html = render_html(_busy("cpu_contended"), source_sha256=SHA)
+    one = _page_one(html)
+    assert "The machine was busy" in one
+    assert "shown but not used" in one
+    assert "not used by the advice: measured with 1 of 2 threads" in html
+
+
+def test_an_idle_machine_has_no_busy_warning(rendered: dict[str, str]) -> None:
+    for html in rendered.values():
+        assert "The machine was busy" not in html

@@ -61,6 +61,9 @@ EMULATED_MATMUL_N = 128
 #: Size of the one untimed + one timed call that checks the speed before the real size is used.
 PROBE_MATMUL_N = 128
 MIN_MATMUL_N = 32
+#: Warm-up of the compute cases: the first ~0.1 s of a thread pool's work runs ~20 % slow
+#: (2-core EPYC VM: 142, 147, then 176–180 GFLOP/s), which a best-of-blocks headline must not see.
+COMPUTE_WARMUP_S = 0.15
 #: A native precision is never measured below this size: smaller calls time thread hand-offs
 #: and the scheduler, not compute (33 MFLOP: 33 ms even at 1 GFLOP/s).
 COMPUTE_FLOOR_N = 256
@@ -352,7 +355,7 @@ def cpu_matmul(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     n = fit_matmul_n(wanted, probe, case.seconds, COMPUTE_FLOOR_N if native else MIN_MATMUL_N)
     a, b, c = _matmul_inputs(torch, dtype, n)
     burst = Burst(lambda: torch.mm(a, b, out=c))
-    timing = timed(case, burst, left(case, start))
+    timing = timed(case, burst, left(case, start), warmup_s=COMPUTE_WARMUP_S)
     result = measurement(
         case,
         timing,
@@ -418,7 +421,7 @@ def cpu_conv2d(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
         # allocator holds the freed output. Without the parent's MALLOC_* settings glibc still
         # returns each 6 MiB output to the system and the next call page-faults it back in:
         # 130–150 instead of 210 GFLOP/s on a 2-core Zen 4, and ±20 % from run to run.
-        timing = timed(case, burst, left(case, start))
+        timing = timed(case, burst, left(case, start), warmup_s=COMPUTE_WARMUP_S)
     flop = 2.0 * 3 * 3 * ch * ch * size * size * batch
     result = measurement(
         case,

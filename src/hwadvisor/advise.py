@@ -32,7 +32,7 @@ from hwadvisor.model.advice import (
     TraceEntry,
     WorkloadSummary,
 )
-from hwadvisor.model.bench import BenchStatus, Confidence, Disturbance, Measurement
+from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
     Estimate,
@@ -414,12 +414,7 @@ def _per_core(bench: Any, case: str, precision: str | None, usable: int) -> _Fou
         return None
     if m.trusted:
         return _Found(m, 1.0)
-    clean = (
-        m.disturbances == [Disturbance.FEWER_THREADS]
-        and m.confidence == Confidence.HIGH
-        and m.threads is not None
-        and 0 < m.threads < usable
-    )
+    clean = m.free_cores_only and m.threads is not None and 0 < m.threads < usable
     if clean and m.threads is not None and (m.threads >= MIN_SCALED_SHARE * usable or usable <= 4):
         return _Found(m, usable / m.threads)
     return None

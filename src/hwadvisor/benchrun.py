@@ -428,23 +428,32 @@ def disturbance_summary(bench: Benchmarks) -> str | None:
     cpu = [m for m in bench.measurements if m.device == "cpu" and m.disturbances]
     gpu = [m for m in bench.measurements if m.device != "cpu" and m.disturbances]
     parts = []
+    usable = bench.load.usable_cpus if bench.load else None
     if cpu:
-        threads = {m.threads for m in cpu if m.threads}
-        contended = any(Disturbance.CPU_CONTENDED in m.disturbances for m in cpu)
-        what = "other processes were using the CPUs"
-        if not contended and threads:
-            usable = bench.load.usable_cpus if bench.load else None
-            of = f" of {usable}" if usable else ""
-            what += f" (measured with {min(threads)}{of} threads on the free cores)"
-        parts.append(f"{len(cpu)} CPU figure(s) are not this machine's full capability: {what}")
+        threads = min((m.threads for m in cpu if m.threads), default=None)
+        if all(m.free_cores_only for m in cpu) and threads and usable:
+            parts.append(
+                f"other processes held some of the CPUs: {len(cpu)} CPU figure(s) were measured "
+                f"with {threads} of {usable} threads on the free cores, and the advice scales "
+                f"them to {usable}"
+            )
+        else:
+            parts.append(
+                f"other processes were using the CPUs: {len(cpu)} CPU figure(s) are not this "
+                "machine's capability, and the advice does not use the disturbed ones"
+            )
     if gpu:
-        kinds = sorted({d.value for m in gpu for d in m.disturbances})
-        parts.append(f"{len(gpu)} GPU figure(s) were disturbed ({', '.join(kinds)})")
+        kinds = sorted({d.value.replace("_", " ") for m in gpu for d in m.disturbances})
+        parts.append(
+            f"{len(gpu)} GPU figure(s) were disturbed ({', '.join(kinds)}) and the advice does "
+            "not use them"
+        )
     if not parts:
         return None
+    check = "top and nvidia-smi" if gpu else "top"
     return (
-        "; ".join(parts) + ". The advice does not use them. Scan again when the machine is idle "
-        "(stop other jobs; check with top or nvidia-smi)"
+        "; ".join(parts)
+        + f". For figures of this machine's own, scan again when it is idle (check with {check})"
     )
 
 
@@ -556,7 +565,13 @@ def attach_peaks(bench: Benchmarks, profile: Profile) -> None:
         kind = peak_kind(m)
         if m.device == "cpu":
             if kind == "cpu_fp32":
-                _set_peak(m, cpu_peak, cpu_basis, nominal=nominal_clock)
+                peak, basis = cpu_peak, cpu_basis
+                usable = profile.cpu.usable_cpus.value
+                if peak and m.threads and usable and m.threads < usable:
+                    # Measured on the free cores only: compared with what those cores can do.
+                    peak = peak * m.threads / usable
+                    basis = f"{basis}; for the {m.threads} of {usable} CPUs it ran on"
+                _set_peak(m, peak, basis, nominal=nominal_clock)
             elif m.case == "train_step":
                 m.efficiency_note = "compare samples/s across devices; see the training speedup"
             elif m.case == "triad":

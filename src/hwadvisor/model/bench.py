@@ -100,6 +100,17 @@ class Measurement(StrictModel):
             and self.confidence == Confidence.HIGH
         )
 
+    @property
+    def free_cores_only(self) -> bool:
+        """Whether the figure's only flaw is that it ran on the free cores while other
+        processes held the rest: consistent and undisturbed there (the advice scales it)."""
+        return (
+            self.status == BenchStatus.OK
+            and self.best is not None
+            and self.disturbances == [Disturbance.FEWER_THREADS]
+            and self.confidence == Confidence.HIGH
+        )
+
 
 class TelemetrySample(StrictModel):
     """The GPU's state around a case (NVML), to spot throttling."""

@@ -102,6 +102,10 @@ def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str,
     return None
 
 
+def _threads(count: int | None) -> str:
+    return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
+
+
 def key_measurements(profile: Profile) -> list[dict[str, str]]:
     """The 3–5 figures that justify the verdict, as label/value/detail strings."""
     b = profile.benchmarks
@@ -113,8 +117,14 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
                 "label": "CPU matrix multiply (FP32)",
                 "value": format_rate(cpu.best, cpu.unit),
                 "detail": (
-                    f"{cpu.threads or (b.threads if b else '?')} threads"
-                    + ("; machine busy, not used by the advice" if cpu.disturbances else "")
+                    _threads(cpu.threads or (b.threads if b else None))
+                    + (
+                        ""
+                        if not cpu.disturbances
+                        else "; machine busy, scaled to all CPUs"
+                        if cpu.free_cores_only
+                        else "; machine busy, not used by the advice"
+                    )
                 ),
             }
         )
@@ -331,10 +341,19 @@ def busy_warning(bench: Benchmarks | None) -> str | None:
     )
     if gpu:
         parts.append(f"the GPU figures were disturbed ({', '.join(gpu)})")
+    if all(m.free_cores_only for m in disturbed):
+        use = (
+            "The estimates for this machine scale the figures from the free cores to all its CPUs."
+        )
+    else:
+        use = (
+            "Those figures are shown but not used: the estimates for this machine rest on its "
+            "catalog figures instead."
+        )
     return (
-        "The machine was busy: " + "; ".join(parts) + ". Those figures are shown but not used: "
-        "the estimates for this machine rest on its catalog figures instead. For figures of "
-        "its own, stop other jobs and scan again (hwadvisor scan)."
+        "The machine was busy: "
+        + "; ".join(parts)
+        + f". {use} For figures of its own, stop other jobs and scan again (hwadvisor scan)."
     )
 
 
@@ -353,7 +372,9 @@ def measurement_rows(bench: Benchmarks | None) -> list[dict[str, str]]:
         notes = [n for n in (m.message, m.efficiency_note if m.efficiency is None else None) if n]
         if group_note:
             notes.insert(0, group_note)
-        if m.disturbance_note:
+        if m.disturbance_note and m.free_cores_only:
+            notes.append(f"scaled to all CPUs by the advice: {m.disturbance_note}")
+        elif m.disturbance_note:
             notes.append(f"not used by the advice: {m.disturbance_note}")
         elif m.confidence.value == "low":
             notes.append("low confidence: not used by the advice")
