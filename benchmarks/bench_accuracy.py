@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 from hwadvisor.isolation import run_isolated
 from hwadvisor.probes.bench.cpu import PLAN as CPU_PLAN
+from hwadvisor.probes.bench.harness import machine_busy_seconds, own_cpu_seconds
 
 TARGET = "hwadvisor.probes.bench.plan:run_plan"
 
@@ -86,25 +86,13 @@ def _env(malloc: dict[str, str]) -> dict[str, str]:
 
 
 def _busy_seconds() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (None off Linux)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            fields = [int(v) for v in handle.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds the whole machine has spent busy since boot."""
+    return machine_busy_seconds(None)
 
 
 def _our_cpu() -> float:
-    """CPU seconds of this process and its finished children."""
-    return sum(
-        u.ru_utime + u.ru_stime
-        for u in (
-            resource.getrusage(resource.RUSAGE_SELF),
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-        )
-    )
+    """CPU seconds of this process and its waited-for children."""
+    return own_cpu_seconds(children=True) or 0.0
 
 
 def _wait_idle(limit_s: float = 600.0) -> None:

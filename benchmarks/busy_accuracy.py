@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -43,6 +42,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hwadvisor.probes.bench.harness import machine_busy_seconds, own_cpu_seconds
 
 CONDITIONS = ("idle", "busy-loop", "load40")
 BUSY = ("busy-loop", "load40")
@@ -168,25 +169,13 @@ def _hwadvisor() -> list[str]:
 
 
 def _busy_seconds() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (None off Linux)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            fields = [int(v) for v in handle.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds the whole machine has spent busy since boot."""
+    return machine_busy_seconds(None)
 
 
 def _our_cpu() -> float:
-    """CPU seconds of this process and its waited-for children (and theirs)."""
-    return sum(
-        u.ru_utime + u.ru_stime
-        for u in (
-            resource.getrusage(resource.RUSAGE_SELF),
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-        )
-    )
+    """CPU seconds of this process and its waited-for children."""
+    return own_cpu_seconds(children=True) or 0.0
 
 
 def _proc_cpu(pid: int) -> float | None:

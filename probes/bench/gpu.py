@@ -929,41 +929,10 @@ PLAN: tuple[CaseDef, ...] = (
     CaseDef("gpu_conv2d", "conv2d", "gpu", 1.0, precision="fp32", peak="gpu_compute"),
     CaseDef("gpu_conv2d", "conv2d", "gpu", 1.0, precision="amp", peak="gpu_compute"),
     CaseDef("gpu_device_copy", "device_copy", "gpu", 0.8, peak="gpu_bandwidth"),
-    CaseDef(
-        "gpu_transfer",
-        "h2d",
-        "gpu",
-        0.5,
-        variant="pinned",
-        params={"direction": "h2d"},
-        peak="pcie",
-    ),
-    CaseDef(
-        "gpu_transfer",
-        "h2d",
-        "gpu",
-        0.5,
-        variant="pageable",
-        params={"direction": "h2d"},
-        peak="pcie",
-    ),
-    CaseDef(
-        "gpu_transfer",
-        "d2h",
-        "gpu",
-        0.5,
-        variant="pinned",
-        params={"direction": "d2h"},
-        peak="pcie",
-    ),
-    CaseDef(
-        "gpu_transfer",
-        "d2h",
-        "gpu",
-        0.5,
-        variant="pageable",
-        params={"direction": "d2h"},
-        peak="pcie",
+    *(
+        CaseDef("gpu_transfer", d, "gpu", 0.5, variant=v, params={"direction": d}, peak="pcie")
+        for d in ("h2d", "d2h")
+        for v in ("pinned", "pageable")
     ),
     CaseDef("gpu_launch_latency", "launch_latency", "gpu", 0.3),
     CaseDef("gpu_train_step", "train_step", "gpu", 1.5, precision="amp"),

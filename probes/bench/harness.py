@@ -206,14 +206,15 @@ def machine_busy_seconds(cpus: Sequence[int] | None) -> float | None:
     return total
 
 
-def own_cpu_seconds() -> float | None:
-    """CPU-seconds this process (all its threads) has used."""
+def own_cpu_seconds(children: bool = False) -> float | None:
+    """CPU-seconds this process (all its threads) has used, and with ``children`` those of
+    the children it has waited for."""
     try:
         import resource
     except ImportError:  # Windows
         return None
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    who = [resource.RUSAGE_SELF] + ([resource.RUSAGE_CHILDREN] if children else [])
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, who))
 
 
 @dataclass
