@@ -208,3 +208,49 @@ def test_an_emulated_low_precision_is_not_the_cpus_training_rate() -> None:
     mine = advise(profile, w).estimates[0]
     assert mine.calibrated
     assert "measured fp32 matmul 60 GFLOP/s" in mine.basis
+
+
+# --------------------------------------------------------------------------------------------
+# Consistent verdicts
+
+
+def test_imported_gpus_take_their_memory_from_the_catalog() -> None:
+    from hwadvisor.model.facts import Source
+
+    path = FIXTURES / "import" / "collect_env-linux-cuda-4x-a100-sxm4-80gb.txt"
+    profile = import_file(path)
+    assert profile.gpus
+    for gpu in profile.gpus:
+        assert gpu.vram_total_bytes.value == 80 * 1024**3
+        assert gpu.vram_total_bytes.source == Source.CATALOG
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    assert advice.this_machine.fits_memory is True
+    assert not any("memory is unknown" in r for r in advice.this_machine.reasons)
+
+
+def test_an_unknown_card_keeps_its_memory_unknown_and_is_not_called_enough() -> None:
+    profile = import_file(FIXTURES / "import" / "collect_env-linux-cuda-4x-a100-sxm4-80gb.txt")
+    for gpu in profile.gpus:
+        gpu.vram_total_bytes = Fact(value=None, source="derived", reason="not in the paste")
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    assert advice.this_machine.fits_memory is None
+    assert not advice.this_machine.sufficient
+    assert any("cannot be confirmed" in r for r in advice.this_machine.reasons)
+
+
+def test_a_cpu_only_machine_is_not_enough_for_a_gpu_scenario_even_within_its_time() -> None:
+    # A (fictitious) CPU fast enough to finish ResNet-50 inside scenario 2's day.
+    profile = _cpu_profile(threads=2)
+    assert profile.benchmarks is not None
+    for m in profile.benchmarks.measurements:
+        m.best = 1e6
+        if m.case == "train_step":
+            m.params = {"train_gflops_per_s": 1e6}
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    assert advice.scenario.id == 2
+    mine = advice.estimates[0]
+    assert mine.meets_scenario  # the time alone would pass
+    assert not advice.this_machine.sufficient
+    assert any("calls for GPU hardware" in r for r in advice.this_machine.reasons)
+    # A scenario-1 workload on the same CPU is enough.
+    assert advise(profile, get_workload("small-cnn")).this_machine.sufficient

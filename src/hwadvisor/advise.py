@@ -852,14 +852,27 @@ def advise(
             sufficient=False, hardware="this machine", limit_hours=limit_hours, reasons=reasons
         )
     else:
-        sufficient = bool(best.meets_scenario)
+        # Meets the workload only when it meets the scenario's time, holds the training memory
+        # and is of the kind of hardware the scenario is about (a GPU from scenario 2 on).
+        needs_gpu = rule.scenario >= 2 and w.kind != "classical"
+        sufficient = bool(
+            best.meets_scenario and best.fits_memory is True and (best.gpus or not needs_gpu)
+        )
         hours = (best.seconds or 0) / 3600
         reasons.append(
             f"{best.hardware}: about {_fmt_hours(hours)} "
             f"(limit {_fmt_hours(limit_hours)} for scenario {rule.scenario})"
         )
+        if needs_gpu and not best.gpus and best.meets_scenario:
+            reasons.append(
+                f"scenario {rule.scenario} calls for GPU hardware and this machine has none "
+                "that PyTorch can use: its CPU would be busy for all of that time"
+            )
         if best.fits_memory is None:
-            reasons.append("its memory is unknown (not in this profile): the time alone decides")
+            reasons.append(
+                "its memory is unknown (not in this profile): whether the workload fits "
+                "cannot be confirmed"
+            )
         if best.fits_memory is False:
             reasons.append(
                 f"needs {metrics['memory_gb']:.1f} GB for training; "

@@ -26,7 +26,7 @@ from hwadvisor.importers.nvidia_smi_table import (
     parse_nvidia_smi_table,
 )
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
-from hwadvisor.model.facts import Fact, unknown
+from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
     Diagnostics,
@@ -135,9 +135,30 @@ def _finish(profile: Profile, kind: str) -> Profile:
             )
         ]
     )
+    fill_from_catalog(profile)
     _mark_unknown(profile, f"not in {kind}")
     profile.findings = assess(profile)
     return profile
+
+
+def fill_from_catalog(profile: Profile) -> None:
+    """What the GPU catalog knows of a card and the imported text did not say (a collect_env
+    gives names only): memory and architecture, marked ``source: catalog``."""
+    from hwadvisor.catalog.peaks import find_gpu_peak
+
+    for gpu in profile.gpus:
+        name = gpu.name.value
+        if not name:
+            continue
+        peak = find_gpu_peak(name)
+        if peak is None or peak.origin != "catalog":
+            continue
+        if gpu.vram_total_bytes.value is None and peak.memory_gb:
+            # The catalog's "80 GB" is what the driver reports in MiB / 1024 (A100 80GB: 81920).
+            value = int(peak.memory_gb * 1024**3)
+            gpu.vram_total_bytes = Fact(value=value, source=Source.CATALOG)
+        if gpu.architecture.value is None and peak.architecture:
+            gpu.architecture = Fact(value=peak.architecture, source=Source.CATALOG)
 
 
 def _mark_unknown(model: BaseModel, reason: str) -> None:

@@ -31,6 +31,8 @@ class Source(str, Enum):
     DERIVED = "derived"
     NVIDIA_SMI = "nvidia-smi"
     COLLECT_ENV = "collect_env"
+    CATALOG = "catalog"
+    """hwadvisor's GPU catalog, for what an imported description lacks (VRAM, architecture)."""
 
 
 class StrictModel(BaseModel):
