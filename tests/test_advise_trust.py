@@ -254,3 +254,50 @@ def test_a_cpu_only_machine_is_not_enough_for_a_gpu_scenario_even_within_its_tim
     assert any("calls for GPU hardware" in r for r in advice.this_machine.reasons)
     # A scenario-1 workload on the same CPU is enough.
     assert advise(profile, get_workload("small-cnn")).this_machine.sufficient
+
+
+# --------------------------------------------------------------------------------------------
+# Scenario 4: how many nodes
+
+
+def test_scenario_4_says_how_many_nodes_meet_it_and_at_what_cost() -> None:
+    from hwadvisor.advise import load_prices
+
+    w = get_workload("llm-7b-pretrain")
+    prices = load_prices(Path(__file__).parents[1] / "docs" / "prices-example.toml")
+    advice = advise(_no_bench(), w, prices=prices)
+    assert advice.scenario.id == 4
+    out = advice.scale_out
+    assert out is not None and out.nodes >= 2 and out.gpus == 8 * out.nodes
+    assert out.seconds is not None and out.seconds <= advice.this_machine.limit_hours * 3600
+    assert out.fits_memory is True
+    assert f"{out.gpus:,} × H100 SXM ({out.nodes:,} nodes of 8)" in out.summary
+    assert out.run_cost is not None and out.hourly_cost is not None
+    assert f"{out.run_cost:,.0f} USD" in out.summary
+    # The fewest nodes: one node fewer does not meet the limit.
+    from dataclasses import replace
+
+    from hwadvisor.advise import candidate_rate, load_rules
+
+    rules = load_rules()
+    node = next(c for c in rules.candidates if c.role == "node")
+    short = candidate_rate(w, replace(node, gpus=8 * (out.nodes - 1)), rules)
+    assert short.estimate is not None
+    assert short.estimate.seconds > advice.this_machine.limit_hours * 3600
+
+
+def test_a_smaller_limit_needs_more_nodes_and_no_answer_past_the_cap() -> None:
+    from hwadvisor.advise import load_rules, scale_out
+
+    w = get_workload("llm-7b-pretrain")
+    rules = load_rules()
+    month = scale_out(w, rules, 30 * 24)
+    week = scale_out(w, rules, 7 * 24)
+    assert month is not None and week is not None and week.nodes > month.nodes
+    never = scale_out(w, rules, 1e-6)
+    assert never is not None and never.summary.startswith("not even")
+
+
+def test_workloads_below_scenario_4_have_no_scale_out() -> None:
+    advice = advise(_no_bench(), get_workload("resnet50-imagenet"))
+    assert advice.scenario.id < 4 and advice.scale_out is None

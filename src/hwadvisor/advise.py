@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from hwadvisor.errors import InputError, UsageError
 from hwadvisor.model.advice import (
     Advice,
     HardwareEstimate,
+    ScaleOut,
     ScenarioInfo,
     ThisMachine,
     TraceEntry,
@@ -486,8 +487,6 @@ def _fits(w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules) -> bo
 
 
 def _no_states(w: Workload) -> Workload:
-    from dataclasses import replace
-
     return replace(w, parameters=0, trainable_parameters=0)
 
 
@@ -889,7 +888,13 @@ def advise(
             reasons=reasons,
         )
 
+    spread = None
+    if rule.scenario == 4 and not any(
+        r.meets_scenario for r in rows[len(mine) :] if r.origin == "candidate"
+    ):
+        spread = scale_out(w, rules, limit_hours, prices)
     return Advice(
+        scale_out=spread,
         workload=WorkloadSummary(
             name=w.name,
             description=w.description,
@@ -911,6 +916,87 @@ def advise(
         rules_source=rules.source,
         prices_source=prices.source if prices else None,
         currency=prices.currency if prices else None,
+    )
+
+
+#: The most GPUs a scale-out answer considers (beyond, "not even N GPUs" is the answer).
+MAX_SCALE_OUT_GPUS = 65_536
+
+
+def scale_out(
+    w: Workload, rules: Rules, limit_hours: float, prices: Prices | None = None
+) -> ScaleOut | None:
+    """The fewest nodes of the ladder's node rung that train ``w`` within ``limit_hours`` and
+    hold it in memory (states sharded across all GPUs), with cost when prices are known.
+
+    Several nodes scale as the rules' multi-GPU scaling says, across nodes too (an optimistic
+    assumption for data parallelism over a cluster network; the answer says so).
+    """
+    node = next((c for c in rules.candidates if c.role == "node"), None)
+    if node is None or node.gpu is None or node.gpus < 1 or w.kind == "classical":
+        return None
+
+    def at(nodes: int) -> tuple[Rate, bool]:
+        c = replace(node, gpus=node.gpus * nodes)
+        rate = candidate_rate(w, c, rules)
+        ok = (
+            rate.estimate is not None
+            and rate.estimate.seconds <= limit_hours * 3600
+            and _fits(w, rate.per_gpu_memory, c.gpus, rules) is not False
+        )
+        return rate, ok
+
+    per_node = node.gpus
+    high = 1
+    while not at(high)[1]:
+        if high * per_node >= MAX_SCALE_OUT_GPUS:
+            return ScaleOut(
+                hardware=node.title,
+                gpu=node.gpu,
+                gpus=high * per_node,
+                nodes=high,
+                summary=(
+                    f"not even {high * per_node:,} × {node.gpu} ({high:,} nodes of {per_node}) "
+                    f"meet the {_fmt_hours(limit_hours)} limit"
+                ),
+            )
+        high *= 2
+    low = high // 2  # the largest count known to fall short (0: one node is enough)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if at(mid)[1]:
+            high = mid
+        else:
+            low = mid
+    rate, _ = at(high)
+    est = rate.estimate
+    gpus = high * per_node
+    hourly = None
+    run_cost = None
+    if prices is not None:
+        _, one = prices.by_title.get(node.title, prices.by_title.get(node.role, (None, None)))
+        if one is not None:
+            hourly = round(one * high, 2)
+            if est is not None:
+                run_cost = round(hourly * est.seconds / 3600, 2)
+    when = f" in about {_fmt_hours(est.seconds / 3600)}" if est is not None else ""
+    cost = f", about {run_cost:,.0f} {prices.currency} rented" if run_cost and prices else ""
+    return ScaleOut(
+        hardware=node.title,
+        gpu=node.gpu,
+        gpus=gpus,
+        nodes=high,
+        seconds=est.seconds if est else None,
+        low_seconds=est.low_seconds if est else None,
+        high_seconds=est.high_seconds if est else None,
+        fits_memory=_fits(w, rate.per_gpu_memory, gpus, rules),
+        hourly_cost=hourly,
+        run_cost=run_cost,
+        summary=(
+            f"{gpus:,} × {node.gpu} ({high:,} node{'s' if high != 1 else ''} of {per_node}) "
+            f"meet it{when}{cost}, if data parallelism scales across nodes as within one "
+            f"({rules.multi_gpu_scaling:.0%} per added GPU)"
+        ),
     )
 
 

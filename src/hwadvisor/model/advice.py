@@ -71,6 +71,25 @@ class ThisMachine(StrictModel):
     reasons: list[str] = Field(default_factory=list)
 
 
+class ScaleOut(StrictModel):
+    """Scenario 4: how many nodes of the ladder's largest rung meet the time limit."""
+
+    hardware: str
+    """What one node is, e.g. ``8× H100 SXM cloud node``."""
+    gpu: str
+    gpus: int
+    nodes: int
+    seconds: float | None = None
+    low_seconds: float | None = None
+    high_seconds: float | None = None
+    fits_memory: bool | None = None
+    hourly_cost: float | None = None
+    """For all the nodes together, when ``--prices`` gave one node's price."""
+    run_cost: float | None = None
+    summary: str
+    """The answer in words: "16 × H100 SXM (2 nodes of 8) meet it in about 5 days"."""
+
+
 class TraceEntry(StrictModel):
     """One rule as the engine evaluated it, with the facts it looked at."""
 
@@ -88,6 +107,8 @@ class Advice(StrictModel):
     estimates: list[HardwareEstimate] = Field(default_factory=list)
     trace: list[TraceEntry] = Field(default_factory=list)
     what_ifs: list[str] = Field(default_factory=list)
+    scale_out: ScaleOut | None = None
+    """Scenario 4 when no single rung meets it: the number of nodes that does."""
     assumptions: list[str] = Field(default_factory=list)
     rules_source: str = "built-in"
     prices_source: str | None = None

@@ -405,6 +405,8 @@ def render_advice(advice: Advice, console: Console) -> None:
             row.append(Text(", ".join(parts) or "—"))
         table.add_row(*row)
     console.print(table)
+    if advice.scale_out is not None:
+        console.print(Text(f"At scale: {advice.scale_out.summary}.", style="bold"))
     for line in advice.what_ifs:
         console.print(Text(f"• {line}"))
     trace = Table(title="Rule trace", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
