@@ -8,6 +8,9 @@ estimate for this machine: the estimate falls back to the catalog/formula and sa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from hwadvisor.advise import advise, bench_device
 from hwadvisor.importers.detect import import_file
@@ -301,3 +304,49 @@ def test_a_smaller_limit_needs_more_nodes_and_no_answer_past_the_cap() -> None:
 def test_workloads_below_scenario_4_have_no_scale_out() -> None:
     advice = advise(_no_bench(), get_workload("resnet50-imagenet"))
     assert advice.scenario.id < 4 and advice.scale_out is None
+
+
+# --------------------------------------------------------------------------------------------
+# Nonsense numbers are set aside in one line, never "0 s", "fits" or an internal error
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            lambda p: setattr(p.gpus[0], "vram_total_bytes", Fact(value=-5, source="nvml")),
+            "GPU memory",
+        ),
+        (
+            lambda p: setattr(p.gpus[0], "vram_total_bytes", Fact(value=10**31, source="nvml")),
+            "GPU memory",
+        ),
+        (lambda p: setattr(p.cpu, "usable_cpus", Fact(value=10**27, source="cgroup")), "CPU count"),
+        (
+            lambda p: setattr(p.memory, "total_bytes", Fact(value=0, source="psutil")),
+            "memory figure",
+        ),
+    ],
+)
+def test_absurd_facts_are_set_aside(edit: Any, said: str) -> None:
+    profile = load_profile(SINGLE_GPU)
+    edit(profile)
+    advice = advise(profile, get_workload("llm-7b-lora"))
+    lines = [r for r in advice.this_machine.reasons if "implausible" in r]
+    assert len(lines) == 1 and said in lines[0]
+    assert advice.this_machine.fits_memory is not True or "GPU memory" not in said
+    for e in advice.estimates:
+        assert e.seconds is None or e.seconds > 0
+
+
+@pytest.mark.parametrize("rate", [0.0, 1e300, float("inf"), float("nan"), -3.0])
+def test_absurd_measured_rates_are_set_aside(rate: float) -> None:
+    profile = _cpu_profile(threads=2)
+    assert profile.benchmarks is not None
+    for m in profile.benchmarks.measurements:
+        m.best = rate
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    mine = advice.estimates[0]
+    assert not mine.calibrated
+    assert mine.seconds is not None and mine.seconds > 0
+    assert any("2 implausible benchmark figure(s)" in r for r in advice.this_machine.reasons)

@@ -34,6 +34,7 @@ from hwadvisor.model.advice import (
     WorkloadSummary,
 )
 from hwadvisor.model.bench import BenchStatus, Measurement
+from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
     Estimate,
@@ -822,6 +823,7 @@ def advise(
     title, limit_hours = rules.scenarios[rule.scenario]
     confidence = _robust(rule, w, ladder, rules)
 
+    profile, doubts = plausible(profile)
     mine = this_machine_rates(w, profile, rules)
     rows = [_estimate_row(r, w, rules, limit_hours, prices) for r in mine]
     for c in rules.candidates:
@@ -846,6 +848,7 @@ def advise(
     if best is None:
         sufficient = False
         reasons.append("no estimate for this machine (unknown hardware and no measurements)")
+        reasons.extend(doubts)
         this = ThisMachine(
             sufficient=False, hardware="this machine", limit_hours=limit_hours, reasons=reasons
         )
@@ -877,6 +880,7 @@ def advise(
                 f"{(best.memory_available_bytes or 0) / GB:.1f} GB available"
             )
         reasons.extend(n for r in mine if r.hardware == best.hardware for n in r.notes)
+        reasons.extend(doubts)
         this = ThisMachine(
             sufficient=sufficient,
             hardware=best.hardware,
@@ -917,6 +921,65 @@ def advise(
         prices_source=prices.source if prices else None,
         currency=prices.currency if prices else None,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Plausibility: what a profile says is checked before anything rests on it
+
+#: Bounds outside which a profile's figure is not believed (hand-edited or corrupted files,
+#: broken sensors). Wide on purpose: they catch nonsense, never a real machine.
+_BYTES_RANGE = (64 * 1024**2, 2**60)  # 64 MiB … 1 EiB of RAM
+_VRAM_RANGE = (64 * 1024**2, 16 * 1024**4)  # 64 MiB … 16 TiB on one device
+_CPU_RANGE = (1, 100_000)
+#: Largest believable benchmark figure per unit, on one device.
+_RATE_CAPS = {"GFLOP/s": 1e8, "GB/s": 1e6, "samples/s": 1e9, "us": 1e9}
+
+
+def _implausible(value: float | int | None, low: float, high: float) -> bool:
+    if value is None:
+        return False
+    return not (math.isfinite(value) and low <= value <= high)
+
+
+def plausible(profile: Profile) -> tuple[Profile, list[str]]:
+    """A copy of ``profile`` without figures no machine has (negative or absurd memory, 10²⁷
+    CPUs, a measured rate of 0, infinity or 10³⁰⁰), and one line for each one set aside."""
+    out = profile.model_copy(deep=True)
+    notes: list[str] = []
+
+    def drop(what: str, value: Any) -> str:
+        return f"ignored an implausible {what} in the profile ({value!r})"
+
+    for key in ("total_bytes", "cgroup_limit_bytes", "available_bytes"):
+        fact = getattr(out.memory, key)
+        if _implausible(fact.value, *_BYTES_RANGE):
+            notes.append(drop(f"memory figure ({key})", fact.value))
+            setattr(out.memory, key, Fact(value=None, source=fact.source, reason=notes[-1]))
+    for key in ("usable_cpus", "logical_cores", "physical_cores"):
+        fact = getattr(out.cpu, key)
+        if _implausible(fact.value, *_CPU_RANGE):
+            notes.append(drop(f"CPU count ({key})", fact.value))
+            setattr(out.cpu, key, Fact(value=None, source=fact.source, reason=notes[-1]))
+    for gpu in out.gpus:
+        fact = gpu.vram_total_bytes
+        if _implausible(fact.value, *_VRAM_RANGE):
+            notes.append(drop(f"GPU memory ({gpu.name.value or 'GPU'})", fact.value))
+            gpu.vram_total_bytes = Fact(value=None, source=fact.source, reason=notes[-1])
+    if out.benchmarks is not None:
+        bad = []
+        for m in out.benchmarks.measurements:
+            cap = _RATE_CAPS.get(m.unit, 1e12)
+            if m.best is not None and _implausible(m.best, 1e-9, cap):
+                bad.append(f"{m.device} {m.case} {m.best:g} {m.unit}")
+                m.best = None
+                m.median = None
+        if bad:
+            more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+            notes.append(
+                f"ignored {len(bad)} implausible benchmark figure(s) in the profile "
+                f"({bad[0]}{more})"
+            )
+    return out, notes
 
 
 #: The most GPUs a scale-out answer considers (beyond, "not even N GPUs" is the answer).
