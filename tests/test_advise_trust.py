@@ -350,3 +350,25 @@ def test_absurd_measured_rates_are_set_aside(rate: float) -> None:
     assert not mine.calibrated
     assert mine.seconds is not None and mine.seconds > 0
     assert any("2 implausible benchmark figure(s)" in r for r in advice.this_machine.reasons)
+
+
+@pytest.mark.parametrize(
+    ("asked", "first"),
+    [
+        ("MI300", "AMD Instinct MI300X"),
+        ("rtx3090", "GeForce RTX 3090"),
+        ("GeForce RTX 4080S", "GeForce RTX 4080"),
+    ],
+)
+def test_unknown_gpu_names_suggest_the_nearest_model_numbers(asked: str, first: str) -> None:
+    from hwadvisor.advise import nearest_gpus
+
+    assert nearest_gpus(asked)[0].startswith(first)
+
+
+def test_an_rtx_3050_is_near_other_rtx_30_cards_not_workstation_cards() -> None:
+    from hwadvisor.advise import nearest_gpus
+
+    near = nearest_gpus("RTX 3050")
+    assert len(near) == 3
+    assert all("RTX 30" in name for name in near)
