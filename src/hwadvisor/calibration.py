@@ -1,0 +1,525 @@
+"""The calibration table (``catalog/calibration.toml``): published, measured training throughputs,
+each with its source, and how close hwadvisor's own estimates come to them.
+
+Every row names catalog hardware (or a CPU by cores, clock and core design), a workload the
+estimate can express (a preset, or a conv net by FLOPs per sample, or a transformer by its
+parameters: 6·N FLOPs per token) and one measured figure. :func:`compare` turns the row into a
+:class:`~hwadvisor.workloads.Workload` and a ladder :class:`~hwadvisor.advise.Candidate`, asks
+:func:`hwadvisor.advise.candidate_rate` (the path the advice takes for catalog hardware) how long
+that work takes, and states the prediction in the row's unit.
+
+The ratio is always predicted *speed* over measured speed: for throughput rows predicted /
+measured, for time rows (hours, GPU-hours) measured / predicted. Above 1, hwadvisor promises more
+than was measured. Pure Python: no torch, no hardware.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hwadvisor import advise
+from hwadvisor.advise import Candidate, Rules
+from hwadvisor.catalog.peaks import find_gpu_peak, flops_per_cycle
+from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.errors import InputError
+from hwadvisor.workloads import (
+    TRAINING_PRECISIONS,
+    Workload,
+    WorkloadError,
+    custom_workload,
+    get_workload,
+)
+
+__all__ = [
+    "CALIBRATION_RESOURCE",
+    "TARGET_GEOMEAN",
+    "TARGET_MAX_FACTOR",
+    "TARGET_SHARE_WITHIN_1_5",
+    "TIME_UNITS",
+    "UNITS",
+    "CalibrationError",
+    "CalibrationRow",
+    "Comparison",
+    "Summary",
+    "calibration_candidate",
+    "calibration_workload",
+    "compare",
+    "compare_all",
+    "load_calibration",
+    "predicted_speed",
+    "report_lines",
+    "summarize",
+]
+
+CALIBRATION_RESOURCE = "calibration.toml"
+
+#: What a measured figure can be. Throughputs count the whole system (all its GPUs) except
+#: ``tokens_per_s_per_gpu``; ``hours`` is the wall time of the whole run on ``gpus`` GPUs.
+UNITS = ("samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu", "hours", "gpu_hours")
+TIME_UNITS = ("hours", "gpu_hours")
+
+#: Targets the advice model is fitted towards (printed as PASS/MISS, never asserted by tests).
+TARGET_SHARE_WITHIN_1_5 = 0.90
+TARGET_MAX_FACTOR = 2.0
+TARGET_GEOMEAN = (0.85, 1.15)
+
+_MODEL_KINDS = ("conv", "transformer")
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_TEXT_KEYS = (
+    "id",
+    "hardware",
+    "workload",
+    "precision",
+    "unit",
+    "source",
+    "note",
+    "preset",
+    "kind",
+    "cpu_architecture",
+    "cpu_microarchitecture",
+)
+_INT_KEYS = ("parameters", "sequence_length", "run_samples", "run_tokens", "cpu_cores")
+_FLOAT_KEYS = ("measured", "flops_per_sample", "flops_per_token", "cpu_ghz")
+_CPU_KEYS = ("cpu_cores", "cpu_ghz", "cpu_architecture", "cpu_microarchitecture")
+_REQUIRED = ("id", "hardware", "gpus", "workload", "precision", "measured", "unit", "source")
+_KNOWN = frozenset((*_TEXT_KEYS, *_INT_KEYS, *_FLOAT_KEYS, "gpus"))
+
+#: The estimate is rounded to 2 significant figures; the work is sized so that the estimate
+#: lands near this many seconds, where that rounding costs under 0.6 %.
+_TARGET_SECONDS = 9.4e5
+_FIRST_AMOUNT = 10**9
+
+
+class CalibrationError(InputError):
+    """The calibration table is malformed, or a row cannot be estimated; one-line message."""
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """One published, measured figure and what is needed to estimate it."""
+
+    id: str
+    hardware: str
+    gpus: int
+    workload: str
+    precision: str
+    measured: float
+    unit: str
+    source: str
+    note: str = ""
+    preset: str | None = None
+    kind: str | None = None
+    parameters: int | None = None
+    flops_per_sample: float | None = None
+    flops_per_token: float | None = None
+    sequence_length: int | None = None
+    run_samples: int | None = None
+    run_tokens: int | None = None
+    cpu_cores: int | None = None
+    cpu_ghz: float | None = None
+    cpu_architecture: str | None = None
+    cpu_microarchitecture: str | None = None
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.gpus == 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """hwadvisor's figure for one row, in the row's unit, and the speed ratio."""
+
+    row: CalibrationRow
+    predicted: float
+    ratio: float
+    """Predicted speed / measured speed: above 1, hwadvisor is optimistic."""
+    kind: str
+    device_class: str
+
+    @property
+    def factor(self) -> float:
+        """How far off, either way: max(ratio, 1 / ratio) ≥ 1."""
+        return max(self.ratio, 1.0 / self.ratio)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The table as a whole against the targets."""
+
+    rows: int
+    within_1_5: int
+    within_2: int
+    geomean: float
+    worst: tuple[Comparison, ...]
+    groups: tuple[tuple[str, int, float], ...]
+    """(kind/device class, rows, geometric-mean ratio), sorted by name."""
+
+    @property
+    def share_within_1_5(self) -> float:
+        return self.within_1_5 / self.rows if self.rows else 0.0
+
+    @property
+    def targets(self) -> tuple[tuple[str, bool], ...]:
+        low, high = TARGET_GEOMEAN
+        return (
+            (
+                f">= {TARGET_SHARE_WITHIN_1_5:.0%} of rows within 1.5x",
+                self.share_within_1_5 >= TARGET_SHARE_WITHIN_1_5,
+            ),
+            (f"all rows within {TARGET_MAX_FACTOR:g}x", self.within_2 == self.rows),
+            (f"geometric-mean ratio in {low:g}-{high:g}", low <= self.geomean <= high),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_calibration(path: Path | None = None) -> list[CalibrationRow]:
+    """The rows of the packaged table, or of the file at ``path``, checked; file order."""
+    if path is None:
+        return _parse(packaged_text(CALIBRATION_RESOURCE), CALIBRATION_RESOURCE)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CalibrationError(f"{path}: cannot be read: {exc}") from exc
+    return _parse(text, str(path))
+
+
+def _parse(text: str, origin: str) -> list[CalibrationRow]:
+    data = parse_toml(text, origin, CalibrationError)
+    extra = sorted(set(data) - {"row"})
+    if extra:
+        raise CalibrationError(f"{origin}: unknown top-level key {extra[0]!r} (only [[row]])")
+    tables = data.get("row")
+    if not isinstance(tables, list) or not tables:
+        raise CalibrationError(f"{origin}: no [[row]] tables")
+    rows = [_parse_row(t, i, origin) for i, t in enumerate(tables, start=1)]
+    seen: set[str] = set()
+    for row in rows:
+        if row.id in seen:
+            raise CalibrationError(f"{origin}: id {row.id!r} appears more than once")
+        seen.add(row.id)
+    return rows
+
+
+def _positive(value: Any, where: str, *, integer: bool = False) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+        or (integer and value != int(value))
+    ):
+        what = "a positive whole number" if integer else "a positive number"
+        raise CalibrationError(f"{where} must be {what}, got {value!r}")
+    return float(value)
+
+
+def _parse_row(table: Any, index: int, origin: str) -> CalibrationRow:
+    where = f"{origin}: [[row]] {index}"
+    if not isinstance(table, dict):
+        raise CalibrationError(f"{where}: is not a table")
+    if isinstance(table.get("id"), str):
+        where = f"{where} ({table['id']!r})"
+    for key in table:
+        if key not in _KNOWN:
+            raise CalibrationError(f"{where}: unknown key {key!r}")
+    for key in _REQUIRED:
+        if key not in table:
+            raise CalibrationError(f"{where}: missing key {key!r}")
+    fields: dict[str, Any] = {}
+    for key in _TEXT_KEYS:
+        if key in table:
+            value = table[key]
+            if not isinstance(value, str) or not value.strip():
+                raise CalibrationError(f"{where}: key {key!r} must be non-empty text")
+            fields[key] = value.strip()
+    for key in _INT_KEYS:
+        if key in table:
+            fields[key] = int(_positive(table[key], f"{where}: key {key!r}", integer=True))
+    for key in _FLOAT_KEYS:
+        if key in table:
+            fields[key] = _positive(table[key], f"{where}: key {key!r}")
+    gpus = table["gpus"]
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise CalibrationError(f"{where}: key 'gpus' must be a whole number >= 0, got {gpus!r}")
+    fields["gpus"] = gpus
+    row = CalibrationRow(**fields)
+    _check_row(row, where)
+    return row
+
+
+def _check_row(row: CalibrationRow, where: str) -> None:
+    if not _ID.match(row.id):
+        raise CalibrationError(f"{where}: id must be a lower-case slug, got {row.id!r}")
+    if row.precision not in TRAINING_PRECISIONS:
+        raise CalibrationError(
+            f"{where}: precision must be one of {', '.join(TRAINING_PRECISIONS)}, "
+            f"got {row.precision!r}"
+        )
+    if row.unit not in UNITS:
+        raise CalibrationError(f"{where}: unit must be one of {', '.join(UNITS)}, not {row.unit!r}")
+    kind = _check_model(row, where)
+    _check_hardware(row, where)
+    if row.unit in ("tokens_per_s", "tokens_per_s_per_gpu") and kind != "transformer":
+        raise CalibrationError(f"{where}: unit {row.unit!r} needs a transformer workload")
+    if row.unit == "samples_per_s" and kind == "transformer" and row.sequence_length is None:
+        raise CalibrationError(f"{where}: sequences per second need 'sequence_length'")
+    if row.unit in ("tokens_per_s_per_gpu", "gpu_hours") and row.gpus < 1:
+        raise CalibrationError(f"{where}: unit {row.unit!r} needs gpus >= 1")
+    if row.unit in TIME_UNITS:
+        needed = "run_tokens" if kind == "transformer" else "run_samples"
+        if getattr(row, needed) is None:
+            raise CalibrationError(f"{where}: unit {row.unit!r} needs {needed!r} (the whole run)")
+
+
+def _check_model(row: CalibrationRow, where: str) -> str:
+    """The row's workload kind, once the model fields are known to be enough."""
+    if row.preset is not None:
+        try:
+            preset = get_workload(row.preset)
+        except WorkloadError as exc:
+            raise CalibrationError(f"{where}: {exc}") from exc
+        if preset.kind not in _MODEL_KINDS:
+            raise CalibrationError(f"{where}: preset {row.preset!r} is not a conv or transformer")
+        if row.kind is not None and row.kind != preset.kind:
+            raise CalibrationError(
+                f"{where}: kind {row.kind!r} contradicts preset {row.preset!r} ({preset.kind})"
+            )
+        return preset.kind
+    if row.kind not in _MODEL_KINDS:
+        raise CalibrationError(
+            f"{where}: give 'preset', or 'kind' = {' or '.join(map(repr, _MODEL_KINDS))}"
+        )
+    if row.parameters is None:
+        raise CalibrationError(f"{where}: a {row.kind} row needs 'parameters'")
+    if row.kind == "conv" and row.flops_per_sample is None:
+        raise CalibrationError(f"{where}: a conv row needs 'flops_per_sample'")
+    return row.kind
+
+
+def _check_hardware(row: CalibrationRow, where: str) -> None:
+    if row.is_cpu:
+        for key in ("cpu_cores", "cpu_ghz", "cpu_microarchitecture"):
+            if getattr(row, key) is None:
+                raise CalibrationError(f"{where}: a CPU row (gpus = 0) needs {key!r}")
+        if _cpu_flops_per_cycle(row) is None:
+            raise CalibrationError(
+                f"{where}: no FLOP/cycle figure for the CPU core {row.cpu_microarchitecture!r}"
+            )
+        return
+    for key in _CPU_KEYS:
+        if getattr(row, key) is not None:
+            raise CalibrationError(f"{where}: {key!r} is for CPU rows (gpus = 0) only")
+    if find_gpu_peak(row.hardware) is None:
+        raise CalibrationError(f"{where}: GPU {row.hardware!r} is not in the GPU catalog")
+
+
+def _cpu_flops_per_cycle(row: CalibrationRow) -> int | None:
+    fpc, _why = flops_per_cycle((), row.cpu_architecture, row.cpu_microarchitecture)
+    return fpc
+
+
+# --------------------------------------------------------------------------------------------
+# The row as hwadvisor sees it
+
+
+def calibration_workload(row: CalibrationRow) -> Workload:
+    """The row's workload: the preset with the row's precision (and any model figure the row
+    overrides), or a custom workload. Its size is arbitrary: only the rate is compared."""
+    try:
+        if row.preset is not None:
+            base = get_workload(row.preset)
+            changes: dict[str, Any] = {"name": row.id, "precision": row.precision}
+            if row.parameters is not None:
+                changes["parameters"] = row.parameters
+                if base.kind == "transformer":
+                    changes["flops_per_token"] = 6.0 * row.parameters
+            if row.flops_per_sample is not None:
+                changes["flops_per_sample"] = row.flops_per_sample
+            if row.flops_per_token is not None:
+                changes["flops_per_token"] = row.flops_per_token
+            return replace(base, **changes)
+        assert row.parameters is not None  # checked on loading
+        if row.kind == "conv":
+            return custom_workload(
+                name=row.id,
+                parameters=row.parameters,
+                flops_per_sample=row.flops_per_sample,
+                samples=1,
+                precision=row.precision,
+            )
+        return custom_workload(
+            name=row.id,
+            parameters=row.parameters,
+            flops_per_token=row.flops_per_token,
+            tokens=1,
+            precision=row.precision,
+            sequence_length=row.sequence_length,
+        )
+    except WorkloadError as exc:
+        raise CalibrationError(f"calibration row {row.id!r}: {exc}") from exc
+
+
+def calibration_candidate(row: CalibrationRow) -> Candidate:
+    """The row's hardware as a ladder rung, built by the rules-file reader itself, so that the
+    device class (and so the efficiency) is the one the advice would give it."""
+    table: dict[str, Any]
+    if row.is_cpu:
+        assert row.cpu_cores is not None and row.cpu_ghz is not None  # checked on loading
+        table = {
+            "role": "cpu",
+            "title": row.hardware,
+            "cores": row.cpu_cores,
+            "clock_mhz": row.cpu_ghz * 1000.0,
+            "flops_per_cycle": _cpu_flops_per_cycle(row),
+        }
+    else:
+        role = "single_gpu" if row.gpus == 1 else "node"
+        table = {"role": role, "title": row.hardware, "gpu": row.hardware, "gpus": row.gpus}
+    try:
+        return advise._parse_candidate(table, 1, f"calibration row {row.id!r}")
+    except advise.RulesError as exc:
+        raise CalibrationError(str(exc)) from exc
+
+
+def _per_token(w: Workload) -> bool:
+    return w.kind == "transformer" and w.flops_per_token is not None
+
+
+def _sized(w: Workload, amount: int) -> Workload:
+    if _per_token(w):
+        return replace(w, tokens=amount, samples=None, epochs=1.0)
+    return replace(w, samples=amount, tokens=None, epochs=1.0)
+
+
+def _seconds(w: Workload, candidate: Candidate, rules: Rules) -> float:
+    rate = advise.candidate_rate(w, candidate, rules, origin="calibration")
+    if rate.estimate is None:
+        raise CalibrationError(
+            f"{w.name}: hwadvisor gives no estimate on {candidate.title} ({w.precision})"
+        )
+    return rate.estimate.seconds
+
+
+def predicted_speed(w: Workload, candidate: Candidate, rules: Rules) -> float:
+    """Samples (or tokens, for a per-token workload) per second that the advice predicts for
+    ``w`` on ``candidate``: through :func:`hwadvisor.advise.candidate_rate`, the path of every
+    catalog ladder rung. The work is sized twice so that the 2-significant-figure rounding of
+    the estimate costs under 0.6 %."""
+    amount = _FIRST_AMOUNT
+    seconds = _seconds(_sized(w, amount), candidate, rules)
+    amount = max(1, round(amount * _TARGET_SECONDS / seconds))
+    seconds = _seconds(_sized(w, amount), candidate, rules)
+    return amount / seconds
+
+
+def compare(row: CalibrationRow, rules: Rules | None = None) -> Comparison:
+    """hwadvisor's figure for ``row``, in the row's unit, and the speed ratio."""
+    rules = rules if rules is not None else advise.load_rules()
+    w = calibration_workload(row)
+    candidate = calibration_candidate(row)
+    speed = predicted_speed(w, candidate, rules)
+    if row.unit == "samples_per_s":
+        predicted = speed / row.sequence_length if _per_token(w) and row.sequence_length else speed
+    elif row.unit == "tokens_per_s":
+        predicted = speed
+    elif row.unit == "tokens_per_s_per_gpu":
+        predicted = speed / row.gpus
+    else:
+        run = row.run_tokens if _per_token(w) else row.run_samples
+        assert run is not None  # checked on loading
+        predicted = run / speed / 3600.0
+        if row.unit == "gpu_hours":
+            predicted *= row.gpus
+    ratio = row.measured / predicted if row.unit in TIME_UNITS else predicted / row.measured
+    return Comparison(
+        row=row,
+        predicted=predicted,
+        ratio=ratio,
+        kind=w.kind,
+        device_class=candidate.device_class,
+    )
+
+
+def compare_all(
+    rows: Sequence[CalibrationRow] | None = None, rules: Rules | None = None
+) -> list[Comparison]:
+    """:func:`compare` for every row (the packaged table by default), in order."""
+    rules = rules if rules is not None else advise.load_rules()
+    return [compare(row, rules) for row in (rows if rows is not None else load_calibration())]
+
+
+# --------------------------------------------------------------------------------------------
+# Summary and report
+
+
+def _geomean(ratios: Iterable[float]) -> float:
+    logs = [math.log(r) for r in ratios]
+    return math.exp(sum(logs) / len(logs)) if logs else float("nan")
+
+
+def summarize(comparisons: Sequence[Comparison], worst: int = 5) -> Summary:
+    """Counts within 1.5× and 2×, the geometric-mean ratio, the ``worst`` rows and the
+    geometric mean of each kind/device-class group."""
+    groups: dict[str, list[float]] = {}
+    for c in comparisons:
+        groups.setdefault(f"{c.kind}/{c.device_class}", []).append(c.ratio)
+    ranked = sorted(comparisons, key=lambda c: c.factor, reverse=True)
+    return Summary(
+        rows=len(comparisons),
+        within_1_5=sum(1 for c in comparisons if c.factor <= 1.5 + 1e-9),
+        within_2=sum(1 for c in comparisons if c.factor <= 2.0 + 1e-9),
+        geomean=_geomean(c.ratio for c in comparisons),
+        worst=tuple(ranked[:worst]),
+        groups=tuple(
+            (name, len(ratios), _geomean(ratios)) for name, ratios in sorted(groups.items())
+        ),
+    )
+
+
+def _figure(value: float) -> str:
+    if value >= 1e6:
+        return f"{value:.3g}"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _line(c: Comparison) -> str:
+    r = c.row
+    where = f"{r.gpus}x {r.hardware}" if r.gpus else r.hardware
+    return (
+        f"{r.id:<34.34} {where:<28.28} {r.precision:<4} {r.unit:<20} "
+        f"{_figure(r.measured):>10} {_figure(c.predicted):>10} {c.ratio:>6.2f}"
+    )
+
+
+def report_lines(comparisons: Sequence[Comparison], worst: int = 5) -> list[str]:
+    """The per-row table, the summary and the targets with PASS/MISS, as lines of text."""
+    s = summarize(comparisons, worst=worst)
+    lines = [
+        "ratio = predicted speed / measured speed (time rows: measured / predicted); "
+        "above 1 hwadvisor is optimistic",
+        f"{'id':<34} {'hardware':<28} {'prec':<4} {'unit':<20} "
+        f"{'measured':>10} {'predicted':>10} {'ratio':>6}",
+    ]
+    lines += [_line(c) for c in comparisons]
+    lines += [
+        "",
+        f"rows: {s.rows}; within 1.5x: {s.within_1_5} ({s.share_within_1_5:.0%}); "
+        f"within 2x: {s.within_2}; geometric-mean ratio: {s.geomean:.3f}",
+        "by kind/device class (rows, geometric-mean ratio):",
+    ]
+    lines += [f"  {name:<28} {count:>3}  {gm:.3f}" for name, count, gm in s.groups]
+    lines.append(f"worst {len(s.worst)}:")
+    lines += [f"  {_line(c)}" for c in s.worst]
+    lines.append("targets:")
+    lines += [f"  {'PASS' if ok else 'MISS'}  {label}" for label, ok in s.targets]
+    return lines
