@@ -372,3 +372,41 @@ def test_an_rtx_3050_is_near_other_rtx_30_cards_not_workstation_cards() -> None:
     near = nearest_gpus("RTX 3050")
     assert len(near) == 3
     assert all("RTX 30" in name for name in near)
+
+
+# --------------------------------------------------------------------------------------------
+# Memory as practitioners know it
+
+
+def test_7b_lora_fits_one_24_gb_gpu_and_the_advice_says_how() -> None:
+    from hwadvisor.advise import resolve_gpu
+
+    w = get_workload("llm-7b-lora")
+    advice = advise(_no_bench(), w, assume=[(resolve_gpu("RTX 4090"), 1)])
+    row = next(e for e in advice.estimates if e.origin == "assumed")
+    assert row.fits_memory is True
+    assert row.memory_plan is not None
+    assert "gradient accumulation" in row.memory_plan or "checkpointing" in row.memory_plan
+    assert advice.scenario.id == 2  # one reasonable GPU, not a 4-GPU workstation
+
+
+def test_resnet50_fits_an_8_gb_card_at_a_smaller_batch() -> None:
+    from hwadvisor.advise import resolve_gpu
+
+    w = get_workload("resnet50-imagenet")
+    advice = advise(_no_bench(), w, assume=[(resolve_gpu("RTX 4060"), 1)])
+    row = next(e for e in advice.estimates if e.origin == "assumed")
+    assert row.fits_memory is True
+    assert row.memory_plan is not None and row.memory_plan.startswith("fits at batch")
+    assert "effective batch of 256" in row.memory_plan
+
+
+def test_7b_pretraining_does_not_fit_one_gpu_but_a_sharded_node() -> None:
+    w = get_workload("llm-7b-pretrain")
+    advice = advise(_no_bench(), w)
+    by_role = {e.hardware: e for e in advice.estimates if e.origin == "candidate"}
+    single = next(e for t, e in by_role.items() if "24 GB" in t)
+    node = next(e for t, e in by_role.items() if "8× H100" in t)
+    assert single.fits_memory is False and single.memory_plan is not None
+    assert single.memory_plan.startswith("does not fit")
+    assert node.fits_memory is True

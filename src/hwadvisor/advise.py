@@ -25,6 +25,14 @@ from hwadvisor.catalog.peaks import (
 )
 from hwadvisor.catalog.toml import packaged_text, parse_toml
 from hwadvisor.errors import InputError, UsageError
+from hwadvisor.memory import (
+    FitVerdict,
+    MemoryModelError,
+    MemorySpec,
+    fit_verdict,
+    memory_per_gpu,
+    spec_from_workload,
+)
 from hwadvisor.model.advice import (
     Advice,
     HardwareEstimate,
@@ -518,18 +526,44 @@ def _gpu_estimate(
     return estimate(w, rate_flops=rate * scale * derate, efficiency=min(1.0, eff))
 
 
-def _fits(w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules) -> bool | None:
-    if per_gpu_bytes is None:
+def _spec(w: Workload, gpus: int, rules: Rules) -> MemorySpec:
+    strategy = "fsdp" if gpus > 1 and rules.shard_states else "ddp"
+    return spec_from_workload(
+        w, gpus=max(1, gpus), strategy=strategy, usable_fraction=rules.usable_memory_fraction
+    )
+
+
+def memory_plan(
+    w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules
+) -> FitVerdict | None:
+    """How ``w`` fits devices of ``per_gpu_bytes`` each (the CPU: its RAM, as one device):
+    as given, at a smaller batch with gradient accumulation, with checkpointing, or not at all
+    (:mod:`hwadvisor.memory`). None when the memory or the model is unknown."""
+    if per_gpu_bytes is None or per_gpu_bytes <= 0 or w.kind == "classical":
         return None
-    need = training_memory_bytes(w)
-    if gpus > 1 and rules.shard_states:
-        activations = training_memory_bytes(_no_states(w))
-        need = (need - activations) // gpus + activations
-    return need <= per_gpu_bytes * rules.usable_memory_fraction
+    try:
+        return fit_verdict(_spec(w, gpus, rules), per_gpu_bytes)
+    except MemoryModelError:
+        return None
 
 
-def _no_states(w: Workload) -> Workload:
-    return replace(w, parameters=0, trainable_parameters=0)
+def _fits(w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules) -> bool | None:
+    if w.kind == "classical":
+        if per_gpu_bytes is None:
+            return None
+        return training_memory_bytes(w) <= per_gpu_bytes * rules.usable_memory_fraction
+    plan = memory_plan(w, per_gpu_bytes, gpus, rules)
+    return None if plan is None else plan.fits
+
+
+def memory_needed(w: Workload, rules: Rules) -> int:
+    """Training memory on one device at the workload's batch, as given (no checkpointing)."""
+    if w.kind == "classical":
+        return training_memory_bytes(w)
+    try:
+        return memory_per_gpu(_spec(w, 1, rules)).total
+    except MemoryModelError:
+        return training_memory_bytes(w)
 
 
 def _classical(w: Workload, cores: int) -> Estimate:
@@ -731,7 +765,7 @@ def _hours(rate: Rate | None) -> float | None:
 def _metrics(w: Workload, ladder: dict[str, Rate], rules: Rules) -> dict[str, Any]:
     metrics: dict[str, Any] = {
         "workload_kind": w.kind,
-        "memory_gb": round(training_memory_bytes(w) / GB, 2),
+        "memory_gb": round(memory_needed(w, rules) / GB, 2),
         "parameters_billion": round(w.parameters / 1e9, 4),
     }
     for role, rate in ladder.items():
@@ -817,6 +851,7 @@ def _estimate_row(
 ) -> HardwareEstimate:
     est = rate.estimate
     fits = _fits(w, rate.per_gpu_memory, rate.gpus, rules)
+    plan = memory_plan(w, rate.per_gpu_memory, rate.gpus, rules)
     row = HardwareEstimate(
         hardware=rate.hardware,
         origin=rate.origin,
@@ -825,8 +860,9 @@ def _estimate_row(
         low_seconds=est.low_seconds if est else None,
         high_seconds=est.high_seconds if est else None,
         fits_memory=fits,
-        memory_needed_bytes=training_memory_bytes(w),
+        memory_needed_bytes=memory_needed(w, rules),
         memory_available_bytes=rate.memory_available,
+        memory_plan=plan.message if plan is not None else None,
         meets_scenario=(
             est is not None and fits is not False and est.seconds <= limit_hours * 3600
         ),
@@ -920,6 +956,8 @@ def advise(
                 f"needs {metrics['memory_gb']:.1f} GB for training; "
                 f"{(best.memory_available_bytes or 0) / GB:.1f} GB available"
             )
+        if best.memory_plan and not best.memory_plan.startswith("fits as given"):
+            reasons.append(f"memory: {best.memory_plan}")
         reasons.extend(n for r in mine if r.hardware == best.hardware for n in r.notes)
         reasons.extend(doubts)
         this = ThisMachine(
@@ -946,7 +984,7 @@ def advise(
             kind=w.kind,
             precision=w.precision,
             total_flops=total,
-            memory_bytes=training_memory_bytes(w),
+            memory_bytes=memory_needed(w, rules),
             source=w.source,
             notes=w.notes,
         ),
@@ -1144,8 +1182,11 @@ def _assumptions(rules: Rules) -> list[str]:
         "multiply-add); classical ML in core-seconds",
         "time ≈ FLOPs / (peak × efficiency); efficiencies are measured on this machine where "
         "its benchmarks allow, documented defaults otherwise; the band is ×0.6–×1.6",
-        f"memory: weights + gradients + Adam states (16–18 bytes/parameter) + one batch of "
-        f"activations; {rules.usable_memory_fraction:.0%} of device memory usable"
-        + ("; states sharded across GPUs" if rules.shard_states else ""),
+        "memory: weights + gradients + Adam states (16–18 bytes/parameter; LoRA's frozen base "
+        "at its own bits) + activations from the model's shape + the CUDA context and "
+        f"workspace (≈1.3 GiB); {rules.usable_memory_fraction:.0%} of device memory usable; "
+        "a batch that does not fit is split with gradient accumulation, then gradient "
+        "checkpointing is tried (transformers)"
+        + ("; several GPUs shard the states (FSDP)" if rules.shard_states else ""),
         f"several GPUs: each adds {rules.multi_gpu_scaling:.0%} of one GPU's throughput",
     ]

@@ -45,7 +45,11 @@ class HardwareEstimate(StrictModel):
     high_seconds: float | None = None
     fits_memory: bool | None = None
     memory_needed_bytes: int | None = None
+    """At the workload's batch on one device, before any accumulation or checkpointing."""
     memory_available_bytes: int | None = None
+    memory_plan: str | None = None
+    """How it fits: "fits as given", "fits at batch 64 (gradient accumulation ×4 keeps the
+    effective batch of 256)", "fits only with gradient checkpointing", "does not fit …"."""
     meets_scenario: bool | None = None
     """Fast enough for the scenario's time limit and fits in memory."""
     calibrated: bool = False
