@@ -44,7 +44,7 @@ def test_advise_summary(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_advise_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
     doc = _json(capsys, "--workload", "resnet50-imagenet")
-    assert doc["scenario"]["id"] == 2
+    assert doc["scenario"]["id"] == 3
     assert doc["scenario"]["title"]
     assert doc["scenario"]["confidence"] in ("high", "medium", "low")
     assert doc["this_machine"]["sufficient"] is False

@@ -46,6 +46,8 @@ from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
+    ACHIEVED_BANDWIDTH_FRACTION,
+    CONV_VECTOR_EFFICIENCY,
     Estimate,
     Workload,
     WorkloadError,
@@ -53,6 +55,8 @@ from hwadvisor.workloads import (
     estimate,
     estimate_cpu_work,
     hardware_rate,
+    memory_traffic_per_sample,
+    on_tensor_cores,
     total_training_flops,
     training_memory_bytes,
 )
@@ -522,8 +526,26 @@ def _gpu_estimate(
     if rate is None:
         return None
     eff = efficiency if efficiency is not None else default_efficiency(w, device_class)
+    if efficiency is None and w.kind == "conv" and not on_tensor_cores(peak, w.precision):
+        eff = max(eff, CONV_VECTOR_EFFICIENCY)
     scale = 1 + (gpus - 1) * rules.multi_gpu_scaling
-    return estimate(w, rate_flops=rate * scale * derate, efficiency=min(1.0, eff))
+    eff = min(1.0, eff)
+    bound = ""
+    traffic = memory_traffic_per_sample(w)
+    if traffic and peak.bandwidth_gbs and w.flops_per_sample:
+        # Roofline: a step takes the longer of its arithmetic and its memory traffic.
+        compute_s = w.flops_per_sample / (rate * derate * eff)
+        memory_s = traffic / (peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION)
+        if memory_s > compute_s:
+            eff *= compute_s / memory_s
+            bound = (
+                f"memory-bound: about {traffic / 1e9:.2g} GB moved per sample at "
+                f"{ACHIEVED_BANDWIDTH_FRACTION:.0%} of {peak.bandwidth_gbs:,.0f} GB/s"
+            )
+    est = estimate(w, rate_flops=rate * scale * derate, efficiency=eff)
+    if bound:
+        est = Estimate(est.seconds, est.low_seconds, est.high_seconds, f"{est.basis}; {bound}")
+    return est
 
 
 def _spec(w: Workload, gpus: int, rules: Rules) -> MemorySpec:

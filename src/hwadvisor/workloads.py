@@ -51,9 +51,23 @@ _MAX_PARAMETERS = 1e15
 #: peak; LLM training 35–50 % MFU); the CPU figure is what oneDNN/MKL reach on real layers.
 DEFAULT_EFFICIENCY: dict[str, dict[str, float]] = {
     "conv": {"cpu": 0.30, "consumer-gpu": 0.25, "datacenter-gpu": 0.20},
-    "transformer": {"cpu": 0.20, "consumer-gpu": 0.30, "datacenter-gpu": 0.40},
+    "transformer": {"cpu": 0.20, "consumer-gpu": 0.40, "datacenter-gpu": 0.45},
     "classical": {"cpu": 0.70},
 }
+
+#: Conv nets on GPUs are often bound by memory traffic, not arithmetic: every stored activation
+#: is written in the forward pass, read back in the backward pass, and passed through batch norm
+#: and ReLU (each a read and a write) both ways. About this many bytes move per byte of stored
+#: activations in a ResNet-style training step, at the share of peak bandwidth large copies reach.
+#: (ResNet-50 AMP, 50 MB of activations per image, runs at about the same images/s per GB/s of
+#: memory bandwidth on V100, A100, H100 and RTX 6000 Ada: 1.0–1.3 GB moved per image; the
+#: project's calibration table, src/hwadvisor/catalog/calibration.toml.)
+CONV_TRAFFIC_PER_ACTIVATION_BYTE = 14.0
+ACHIEVED_BANDWIDTH_FRACTION = 0.7
+#: Convolutions on CUDA cores (FP32, no tensor cores) reach this share of the FP32 peak: cuDNN's
+#: FP32 kernels are mature and the peak is modest (NVIDIA's ResNet-50 FP32 on a V100: 367 img/s,
+#: 57 % of 15.7 TFLOP/s).
+CONV_VECTOR_EFFICIENCY = 0.55
 
 #: Weights + gradients + Adam moments per trained parameter, where the catalog has no table.
 DEFAULT_BYTES_PER_PARAMETER: dict[str, float] = {"fp32": 16, "tf32": 16, "bf16": 18, "fp16": 18}
@@ -407,6 +421,28 @@ def hardware_rate(peak: GpuPeak, precision: str) -> float | None:
     if tflops is None:
         tflops = peak.fp32_tflops
     return None if tflops is None else tflops * 1e12
+
+
+def memory_traffic_per_sample(w: Workload) -> float | None:
+    """Bytes a training step moves through device memory per sample, where the workload's kind
+    and figures allow an estimate (conv nets with an activation figure), else None.
+
+    The preset's activation figure is for mixed precision; FP32/TF32 activations are twice as
+    large."""
+    if w.kind != "conv" or w.activation_bytes_per_sample is None:
+        return None
+    width = 2.0 if w.precision in ("fp32", "tf32") else 1.0
+    return w.activation_bytes_per_sample * width * CONV_TRAFFIC_PER_ACTIVATION_BYTE
+
+
+def on_tensor_cores(peak: GpuPeak, precision: str) -> bool:
+    """Whether ``precision`` runs on the GPU's tensor (matrix) cores: TF32/FP16/BF16 where the
+    catalog has a tensor figure for it; FP32 never does."""
+    if precision == "fp32":
+        return False
+    if precision == "bf16" and peak_for(peak, "bf16") is None:
+        precision = "fp16"
+    return peak_for(peak, precision) is not None
 
 
 def default_efficiency(w: Workload, device_class: str) -> float:
