@@ -625,16 +625,16 @@ def test_cpu_peak_unknown_clock_says_why() -> None:
 
 
 def test_every_row_has_a_class_from_data_not_from_its_name() -> None:
-    from hwadvisor.advise import _is_datacenter
+    from hwadvisor.advise import is_datacenter
     from hwadvisor.catalog.peaks import GPU_CLASSES
 
     by_name = {row.name: row for row in ROWS}
     assert all(row.gpu_class in GPU_CLASSES for row in ROWS)
     # The name-prefix guess this replaced took every GeForce card for a datacenter GPU ("G"
     # was meant for GH200/GB200) and AMD Instinct for a consumer card.
-    assert not _is_datacenter(by_name["GeForce RTX 4090"])
-    assert not _is_datacenter(by_name["RTX 6000 Ada Generation"])
+    assert not is_datacenter(by_name["GeForce RTX 4090"])
+    assert not is_datacenter(by_name["RTX 6000 Ada Generation"])
     assert by_name["RTX 6000 Ada Generation"].gpu_class == "workstation"
-    assert _is_datacenter(by_name["GH200 (96 GB HBM3)"])
-    assert _is_datacenter(by_name["AMD Instinct MI300X"])
-    assert _is_datacenter(by_name["T4"]) and _is_datacenter(by_name["A10G"])
+    assert is_datacenter(by_name["GH200 (96 GB HBM3)"])
+    assert is_datacenter(by_name["AMD Instinct MI300X"])
+    assert is_datacenter(by_name["T4"]) and is_datacenter(by_name["A10G"])

@@ -46,6 +46,13 @@ def test_wheel_contains_probes_and_templates(wheel: Path) -> None:
     assert "hwadvisor/probes/cpu.py" in names
     assert "hwadvisor/templates/__init__.py" in names
     assert "hwadvisor/cli.py" in names
+    # Every package of the source tree is in the wheel (a subpackage missing from pyproject's
+    # list would only fail when its command runs).
+    source = ROOT / "src" / "hwadvisor"
+    for init in source.rglob("__init__.py"):
+        assert f"hwadvisor/{init.relative_to(source).as_posix()}" in names
+    for data in ("calibration.toml", "memory_cases.toml", "gpus.toml", "rules.toml"):
+        assert f"hwadvisor/catalog/{data}" in names
     assert not any(n.startswith(("tests/", "probes/", "templates/")) for n in names)
 
 
@@ -110,3 +117,24 @@ def test_scan_from_fresh_environment(wheel: Path, tmp_path: Path) -> None:
     assert profile["cpu"]["logical_cores"]["value"] >= 1
     assert all(run["status"] in ("ok", "skipped") for run in profile["diagnostics"]["probes"])
     assert not (tmp_path / "reports").exists()  # --json - writes nothing to disk
+
+    (tmp_path / "profile.json").write_text(done.stdout, encoding="utf-8")
+    advised = subprocess.run(
+        [
+            str(env_dir / "bin" / "hwadvisor"),
+            "advise",
+            "--profile",
+            str(tmp_path / "profile.json"),
+            "--workload",
+            "llm-7b-lora",
+            "--json",
+            "-",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert advised.returncode == 0, advised.stderr
+    assert json.loads(advised.stdout)["scenario"]["id"] in (1, 2, 3, 4)

@@ -384,7 +384,7 @@ def calibration_candidate(row: CalibrationRow) -> Candidate:
         role = "single_gpu" if row.gpus == 1 else "node"
         table = {"role": role, "title": row.hardware, "gpu": row.hardware, "gpus": row.gpus}
     try:
-        return advise._parse_candidate(table, 1, f"calibration row {row.id!r}")
+        return advise.parse_candidate(table, 1, f"calibration row {row.id!r}")
     except advise.RulesError as exc:
         raise CalibrationError(str(exc)) from exc
 

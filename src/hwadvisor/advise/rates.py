@@ -1,0 +1,324 @@
+"""How fast each piece of hardware trains a workload, and whether it holds it in memory: the
+ladder's rungs from the catalog, this machine from its measurements where they can be trusted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwadvisor.advise.files import GB, TYPICAL_MATMUL_EFFICIENCY, Candidate, Rules, is_datacenter
+from hwadvisor.advise.trust import (
+    _distrust_note,
+    _emulated,
+    _measured,
+    _ok,
+    _per_core,
+    bench_device,
+)
+from hwadvisor.catalog.peaks import (
+    GpuPeak,
+    cpu_peak_details,
+    cpu_peak_gflops,
+    find_gpu_peak,
+)
+from hwadvisor.memory import (
+    FitVerdict,
+    MemoryModelError,
+    MemorySpec,
+    fit_verdict,
+    memory_per_gpu,
+    spec_from_workload,
+)
+from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.workloads import (
+    ACHIEVED_BANDWIDTH_FRACTION,
+    CONV_VECTOR_EFFICIENCY,
+    Estimate,
+    Workload,
+    default_efficiency,
+    estimate,
+    estimate_cpu_work,
+    hardware_rate,
+    memory_traffic_per_sample,
+    on_tensor_cores,
+    training_memory_bytes,
+)
+
+# --------------------------------------------------------------------------------------------
+# Rates
+
+
+@dataclass
+class Rate:
+    """How fast a piece of hardware trains this workload, and what the figure rests on."""
+
+    hardware: str
+    origin: str
+    gpus: int
+    estimate: Estimate | None
+    memory_available: int | None
+    per_gpu_memory: int | None
+    calibrated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _gpu_estimate(
+    w: Workload,
+    peak: GpuPeak,
+    gpus: int,
+    device_class: str,
+    rules: Rules,
+    derate: float = 1.0,
+    efficiency: float | None = None,
+) -> Estimate | None:
+    rate = hardware_rate(peak, w.precision)
+    if rate is None:
+        return None
+    eff = efficiency if efficiency is not None else default_efficiency(w, device_class)
+    if efficiency is None and w.kind == "conv" and not on_tensor_cores(peak, w.precision):
+        eff = max(eff, CONV_VECTOR_EFFICIENCY)
+    scale = 1 + (gpus - 1) * rules.multi_gpu_scaling
+    eff = min(1.0, eff)
+    bound = ""
+    traffic = memory_traffic_per_sample(w)
+    if traffic and peak.bandwidth_gbs and w.flops_per_sample:
+        # Roofline: a step takes the longer of its arithmetic and its memory traffic.
+        compute_s = w.flops_per_sample / (rate * derate * eff)
+        memory_s = traffic / (peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION)
+        if memory_s > compute_s:
+            eff *= compute_s / memory_s
+            bound = (
+                f"memory-bound: about {traffic / 1e9:.2g} GB moved per sample at "
+                f"{ACHIEVED_BANDWIDTH_FRACTION:.0%} of {peak.bandwidth_gbs:,.0f} GB/s"
+            )
+    est = estimate(w, rate_flops=rate * scale * derate, efficiency=eff)
+    if bound:
+        est = Estimate(est.seconds, est.low_seconds, est.high_seconds, f"{est.basis}; {bound}")
+    return est
+
+
+def _spec(w: Workload, gpus: int, rules: Rules) -> MemorySpec:
+    strategy = "fsdp" if gpus > 1 and rules.shard_states else "ddp"
+    return spec_from_workload(
+        w, gpus=max(1, gpus), strategy=strategy, usable_fraction=rules.usable_memory_fraction
+    )
+
+
+def memory_plan(
+    w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules
+) -> FitVerdict | None:
+    """How ``w`` fits devices of ``per_gpu_bytes`` each (the CPU: its RAM, as one device):
+    as given, at a smaller batch with gradient accumulation, with checkpointing, or not at all
+    (:mod:`hwadvisor.memory`). None when the memory or the model is unknown."""
+    if per_gpu_bytes is None or per_gpu_bytes <= 0 or w.kind == "classical":
+        return None
+    try:
+        return fit_verdict(_spec(w, gpus, rules), per_gpu_bytes)
+    except MemoryModelError:
+        return None
+
+
+def _fits(w: Workload, per_gpu_bytes: int | None, gpus: int, rules: Rules) -> bool | None:
+    if w.kind == "classical":
+        if per_gpu_bytes is None:
+            return None
+        return training_memory_bytes(w) <= per_gpu_bytes * rules.usable_memory_fraction
+    plan = memory_plan(w, per_gpu_bytes, gpus, rules)
+    return None if plan is None else plan.fits
+
+
+def memory_needed(w: Workload, rules: Rules) -> int:
+    """Training memory on one device at the workload's batch, as given (no checkpointing)."""
+    if w.kind == "classical":
+        return training_memory_bytes(w)
+    try:
+        return memory_per_gpu(_spec(w, 1, rules)).total
+    except MemoryModelError:
+        return training_memory_bytes(w)
+
+
+def _classical(w: Workload, cores: int) -> Estimate:
+    return estimate_cpu_work(w, cores=max(1, cores))
+
+
+def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candidate") -> Rate:
+    """The time to train on a ladder rung (catalog peaks × documented efficiencies)."""
+    if c.role == "cpu":
+        cores = c.cores or 1
+        if w.kind == "classical":
+            cpu_est = _classical(w, cores)
+        else:
+            gflops = cpu_peak_gflops(cores, c.clock_mhz, c.flops_per_cycle)
+            cpu_est = estimate(
+                w, rate_flops=(gflops or 1.0) * 1e9, efficiency=default_efficiency(w, "cpu")
+            )
+        cpu_memory = int((c.memory_gb or 0) * GB)
+        return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory)
+    peak = find_gpu_peak(c.gpu or "")
+    assert peak is not None  # checked when the rules were loaded
+    memory = int(peak.memory_gb * GB) if peak.memory_gb else None
+    if w.kind == "classical":
+        return Rate(
+            c.title, origin, c.gpus, None, memory, memory, notes=["classical ML runs on the CPU"]
+        )
+    est = _gpu_estimate(w, peak, c.gpus, c.device_class, rules)
+    return Rate(c.title, origin, c.gpus, est, memory, memory)
+
+
+def _this_cpu(w: Workload, profile: Profile) -> Rate:
+    cpu = profile.cpu
+    bench = profile.benchmarks
+    known = cpu.usable_cpus.value or cpu.logical_cores.value or (bench.threads if bench else None)
+    usable = known or 1
+    memory = profile.memory.cgroup_limit_bytes.value or profile.memory.total_bytes.value
+    count = f"{known} CPU{'s' if known != 1 else ''}" if known else "CPU count unknown"
+    title = f"this machine's CPU ({cpu.model_name.value or 'unknown model'}, {count})"
+    if w.kind == "classical":
+        if not known:
+            return Rate(
+                title,
+                "this-machine",
+                0,
+                None,
+                memory,
+                memory,
+                notes=["the profile does not say how many CPUs: no estimate"],
+            )
+        return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
+    precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
+    step = _per_core(bench, "train_step", None, usable)
+    fp32 = _per_core(bench, "matmul", "fp32", usable)
+    matmul = _per_core(bench, "matmul", precision, usable)
+    if matmul is None or _emulated(matmul.m):
+        # Nobody trains in a precision the CPU only emulates (~100× slower): fp32 it is.
+        matmul = fp32
+    used = [found.m for found in (step, fp32, matmul) if found is not None]
+    set_aside = _distrust_note(
+        [
+            m
+            for m in (
+                _measured(bench, "cpu", "train_step"),
+                _measured(bench, "cpu", "matmul", "fp32"),
+                _measured(bench, "cpu", "matmul", precision),
+            )
+            if m not in used
+        ]
+    )
+    scaled = next((f for f in (fp32, step, matmul) if f is not None and f.scale != 1.0), None)
+    scaled_note = (
+        f"measured on {scaled.m.threads} of {usable} CPUs while other processes held the rest; "
+        f"scaled to {usable} (scan again on an idle machine to confirm)"
+        if scaled is not None
+        else None
+    )
+    if (
+        w.kind == "conv"
+        and fp32 is not None
+        and step is not None
+        and step.m.params.get("train_gflops_per_s")
+    ):
+        # The training-step benchmark (an fp32 conv net) calibrates conv training on this CPU,
+        # against the fp32 matmul measured beside it.
+        rate = fp32.gflops * 1e9
+        step_rate = float(step.m.params["train_gflops_per_s"]) * step.scale * 1e9
+        eff = min(1.0, step_rate / rate)
+        note = (
+            f"measured fp32 matmul {fp32.gflops:,.0f} GFLOP/s; the small-CNN training step "
+            f"reached {eff:.0%} of it"
+        )
+        return Rate(
+            title,
+            "this-machine",
+            0,
+            estimate(w, rate_flops=rate, efficiency=eff),
+            memory,
+            memory,
+            calibrated=True,
+            notes=[n for n in (note, scaled_note) if n],
+        )
+    if matmul is not None:
+        note = f"measured {matmul.m.precision} matmul {matmul.gflops:,.0f} GFLOP/s"
+        est = estimate(w, rate_flops=matmul.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+        notes = [n for n in (note, scaled_note) if n]
+        return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=notes)
+    details = cpu_peak_details(cpu)
+    if details.gflops is None:
+        return Rate(
+            title,
+            "this-machine",
+            0,
+            None,
+            memory,
+            memory,
+            notes=["CPU peak unknown and no measurement"],
+        )
+    est = estimate(w, rate_flops=details.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+    if set_aside:
+        notes = [f"CPU peak formula × default efficiency; {set_aside}"]
+    elif bench is None:
+        notes = ["no benchmarks in the profile: CPU peak formula × default efficiency"]
+    else:
+        notes = ["no CPU measurement: CPU peak formula × default efficiency"]
+    return Rate(title, "this-machine", 0, est, memory, memory, notes=notes)
+
+
+def _device_class(peak: GpuPeak) -> str:
+    return "datacenter-gpu" if is_datacenter(peak) else "consumer-gpu"
+
+
+def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
+    gpus = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
+    if not gpus or w.kind == "classical":
+        return None
+    first: GpuInfo = gpus[0]
+    name = first.name.value or "unknown GPU"
+    peak = find_gpu_peak(name, first.vram_total_bytes.value)
+    memory = first.vram_total_bytes.value
+    count = sum(1 for g in gpus if g.name.value == first.name.value)
+    title = f"this machine's GPU{'s' if count > 1 else ''} ({count}× {name})"
+    if peak is None:
+        return Rate(
+            title,
+            "this-machine",
+            count,
+            None,
+            memory,
+            memory,
+            notes=[f"{name!r} is not in the GPU catalog: no estimate"],
+        )
+    notes: list[str] = []
+    derate = 1.0
+    calibrated = False
+    precision = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(w.precision, "fp32")
+    device = bench_device(profile, first)
+    matmul = _ok(profile.benchmarks, device, "matmul", precision)
+    set_aside = _distrust_note([_measured(profile.benchmarks, device, "matmul", precision)])
+    if set_aside:
+        notes.append(f"catalog peak × default efficiency; {set_aside}")
+    elif profile.benchmarks is not None and device is None:
+        notes.append(
+            "the benchmarks cannot be matched to this GPU (no UUID or bus id): catalog peak "
+            "× default efficiency"
+        )
+    if matmul is not None and matmul.efficiency:
+        derate = min(1.0, matmul.efficiency / TYPICAL_MATMUL_EFFICIENCY)
+        calibrated = True
+        notes.append(
+            f"measured {precision} matmul at {matmul.efficiency:.0%} of peak"
+            + (f": estimate derated to {derate:.0%}" if derate < 1 else "")
+        )
+    elif profile.benchmarks is None:
+        notes.append("no benchmarks in the profile: catalog peak × default efficiency")
+    if profile.frameworks.torch.cuda_available.value is False:
+        notes.append("PyTorch cannot use this GPU yet (see the findings)")
+    est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
+    return Rate(
+        title, "this-machine", count, est, memory, memory, calibrated=calibrated, notes=notes
+    )
+
+
+def this_machine_rates(w: Workload, profile: Profile, rules: Rules) -> list[Rate]:
+    rates = [_this_cpu(w, profile)]
+    gpu = _this_gpus(w, profile, rules)
+    if gpu is not None:
+        rates.append(gpu)
+    return rates
