@@ -441,3 +441,51 @@ def test_fp32_convolutions_run_at_the_vector_units_share_of_the_fp32_peak() -> N
     assert "memory-bound" not in basis
     # NVIDIA DeepLearningExamples: 367 img/s FP32 on a V100 16GB (57 % of 15.7 TFLOP/s).
     assert 367 / 1.5 < rate < 367 * 1.5
+
+
+# --------------------------------------------------------------------------------------------
+# A Mac: the Apple GPU through MPS
+
+
+def _mac(chip: str = "Apple M2 Max", memory: int | None = 64 * 1024**3) -> Profile:
+    profile = _no_bench()
+    profile.cpu.model_name = Fact(value=chip, source="sysctl")
+    profile.memory.total_bytes = Fact(value=memory, source="psutil")
+    profile.frameworks.torch.mps_available = Fact(value=True, source="torch")
+    return profile
+
+
+def test_a_mac_gets_an_estimate_for_its_gpu() -> None:
+    advice = advise(_mac(), get_workload("bert-base-finetune"))
+    row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    assert "Apple M2 Max" in row.hardware and "MPS" in row.hardware
+    assert row.seconds is not None and row.seconds > 0
+    assert row.fits_memory is True
+    cpu = advice.estimates[0]
+    assert cpu.seconds is not None and row.seconds < cpu.seconds
+
+
+def test_a_mac_without_a_gpu_row_in_the_catalog_says_so() -> None:
+    advice = advise(_mac("Apple M9 Hyper"), get_workload("bert-base-finetune"))
+    row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    assert row.seconds is None
+    assert "no GPU figures in the catalog" in row.basis
+
+
+def test_an_intel_or_amd_machine_has_no_apple_gpu_row() -> None:
+    advice = advise(_no_bench(), get_workload("bert-base-finetune"))
+    assert not any("MPS" in e.hardware for e in advice.estimates)
+
+
+def test_an_imported_mac_collect_env_gets_its_gpu_row() -> None:
+    profile = import_file(FIXTURES / "import" / "collect_env-macos-m2-max.txt")
+    advice = advise(profile, get_workload("bert-base-finetune"))
+    row = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
+    assert "Apple M2 Max" in row.hardware and row.seconds is not None
+
+
+def test_a_mac_where_mps_is_known_missing_has_no_gpu_row() -> None:
+    profile = _mac()
+    profile.frameworks.torch.mps_available = Fact(value=False, source="torch")
+    advice = advise(profile, get_workload("bert-base-finetune"))
+    assert not any("MPS" in e.hardware for e in advice.estimates)

@@ -316,9 +316,46 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     )
 
 
+#: Share of unified memory macOS lets the GPU use for one process (Metal's
+#: recommendedMaxWorkingSetSize is about two thirds to three quarters of RAM).
+APPLE_GPU_MEMORY_SHARE = 0.7
+
+
+def _this_apple_gpu(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
+    """An Apple-silicon GPU (PyTorch's MPS backend): the chip is named by the CPU model ("Apple
+    M2 Max"), its memory is the machine's unified memory, shared."""
+    if w.kind == "classical":
+        return None
+    chip = profile.cpu.model_name.value or ""
+    # Every Apple-silicon Mac has the GPU; PyTorch reaches it unless MPS is known to be missing
+    # (macOS before 12.3, an x86 Python under Rosetta). An imported collect_env does not say.
+    if not chip.startswith("Apple M") or profile.frameworks.torch.mps_available.value is False:
+        return None
+    peak = find_gpu_peak(chip)
+    title = f"this machine's GPU ({chip}, through MPS)"
+    total = profile.memory.total_bytes.value
+    memory = int(total * APPLE_GPU_MEMORY_SHARE) if total else None
+    if peak is None or peak.vendor != "apple":
+        return Rate(
+            title,
+            "this-machine",
+            1,
+            None,
+            memory,
+            memory,
+            notes=[f"{chip!r} has no GPU figures in the catalog: no estimate"],
+        )
+    est = _gpu_estimate(w, peak, 1, "consumer-gpu", rules)
+    note = (
+        f"Apple GPU: catalog peak × the consumer-GPU efficiency; it shares "
+        f"{APPLE_GPU_MEMORY_SHARE:.0%} of the unified memory"
+    )
+    return Rate(title, "this-machine", 1, est, memory, memory, notes=[note])
+
+
 def this_machine_rates(w: Workload, profile: Profile, rules: Rules) -> list[Rate]:
     rates = [_this_cpu(w, profile)]
-    gpu = _this_gpus(w, profile, rules)
+    gpu = _this_gpus(w, profile, rules) or _this_apple_gpu(w, profile, rules)
     if gpu is not None:
         rates.append(gpu)
     return rates
