@@ -164,6 +164,11 @@ def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candi
     return Rate(c.title, origin, c.gpus, est, memory, memory)
 
 
+def _no_estimate(title: str, memory: int | None, why: str) -> Rate:
+    """This machine's CPU without an estimate, and why."""
+    return Rate(title, "this-machine", 0, None, memory, memory, notes=[why])
+
+
 def _this_cpu(w: Workload, profile: Profile) -> Rate:
     cpu = profile.cpu
     bench = profile.benchmarks
@@ -174,15 +179,8 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
     title = f"this machine's CPU ({cpu.model_name.value or 'unknown model'}, {count})"
     if w.kind == "classical":
         if not known:
-            return Rate(
-                title,
-                "this-machine",
-                0,
-                None,
-                memory,
-                memory,
-                notes=["the profile does not say how many CPUs: no estimate"],
-            )
+            why = "the profile does not say how many CPUs: no estimate"
+            return _no_estimate(title, memory, why)
         return Rate(title, "this-machine", 0, _classical(w, usable), memory, memory)
     precision = "bf16" if w.precision in ("bf16", "fp16") else "fp32"
     step = _per_core(bench, "train_step", None, usable)
@@ -242,15 +240,7 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
         return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=notes)
     details = cpu_peak_details(cpu)
     if details.gflops is None:
-        return Rate(
-            title,
-            "this-machine",
-            0,
-            None,
-            memory,
-            memory,
-            notes=["CPU peak unknown and no measurement"],
-        )
+        return _no_estimate(title, memory, "CPU peak unknown and no measurement")
     est = estimate(w, rate_flops=details.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
     if set_aside:
         notes = [f"CPU peak formula × default efficiency; {set_aside}"]
