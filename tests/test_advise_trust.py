@@ -489,3 +489,12 @@ def test_a_mac_where_mps_is_known_missing_has_no_gpu_row() -> None:
     profile.frameworks.torch.mps_available = Fact(value=False, source="torch")
     advice = advise(profile, get_workload("bert-base-finetune"))
     assert not any("MPS" in e.hardware for e in advice.estimates)
+
+
+def test_a_cpu_rows_memory_plan_speaks_of_ram_not_gpus() -> None:
+    advice = advise(_no_bench(), get_workload("llm-7b-lora"))
+    cpu_rows = [e for e in advice.estimates if e.gpus == 0 and e.memory_plan]
+    gpu_rows = [e for e in advice.estimates if e.gpus and e.memory_plan]
+    assert cpu_rows and gpu_rows
+    assert all("per GPU" not in e.memory_plan for e in cpu_rows if e.memory_plan)
+    assert any("per GPU" in e.memory_plan for e in gpu_rows if e.memory_plan)

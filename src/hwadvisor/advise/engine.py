@@ -25,6 +25,7 @@ from hwadvisor.advise.rates import (
 from hwadvisor.advise.trust import plausible
 from hwadvisor.catalog.peaks import GpuPeak
 from hwadvisor.errors import UsageError
+from hwadvisor.memory import FitVerdict
 from hwadvisor.model.advice import (
     Advice,
     HardwareEstimate,
@@ -129,6 +130,15 @@ def _robust(rule: Rule, w: Workload, ladder: dict[str, Rate], rules: Rules) -> s
     return "high" if same else "medium"
 
 
+def _plan_text(plan: FitVerdict | None, gpus: int) -> str | None:
+    """The memory plan in words; a CPU's memory is its RAM, not a GPU's."""
+    if plan is None:
+        return None
+    if gpus:
+        return plan.message
+    return plan.message.replace(" usable per GPU", " of RAM usable").replace(" per GPU", "")
+
+
 def _estimate_row(
     rate: Rate,
     w: Workload,
@@ -150,7 +160,7 @@ def _estimate_row(
         fits_memory=fits,
         memory_needed_bytes=memory_needed(w, rules),
         memory_available_bytes=rate.memory_available,
-        memory_plan=plan.message if plan is not None else None,
+        memory_plan=_plan_text(plan, rate.gpus),
         meets_scenario=(
             est is not None and fits is not False and est.seconds <= limit_hours * 3600
         ),
