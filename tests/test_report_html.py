@@ -195,3 +195,16 @@ def test_page_one_says_contended_figures_are_not_used() -> None:
 def test_an_idle_machine_has_no_busy_warning(rendered: dict[str, str]) -> None:
     for html in rendered.values():
         assert "The machine was busy" not in html
+
+
+def test_the_estimates_say_how_the_workload_fits_memory() -> None:
+    from hwadvisor.advise import advise, resolve_gpu
+    from hwadvisor.workloads import get_workload
+
+    profile = _load("cpu-only")
+    profile.advice = advise(
+        profile, get_workload("resnet50-imagenet"), assume=[(resolve_gpu("RTX 4060"), 1)]
+    )
+    one = _page_one(render_html(profile, source_sha256=SHA))
+    # An 8 GB card holds ResNet-50 at a smaller batch with gradient accumulation.
+    assert re.search(r"yes <span class=\"muted\">\(at batch \d+ ×\d+\)</span>", one)

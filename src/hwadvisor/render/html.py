@@ -60,6 +60,7 @@ def environment(template_dir: Path | None = None) -> Any:
     env.filters["bytes"] = lambda n: "—" if n is None else human_bytes(n)
     env.filters["rate"] = format_rate
     env.filters["fact"] = brief_fact
+    env.filters["plan"] = short_plan
     return env
 
 
@@ -104,6 +105,32 @@ def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str,
 
 def _threads(count: int | None) -> str:
     return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
+
+
+_PLANS = (
+    (re.compile(r"^fits as given"), ""),
+    (
+        re.compile(
+            r"^fits only with gradient checkpointing, at batch (\d+) \(gradient accumulation ×(\d+)"
+        ),
+        r"with checkpointing, batch \1 ×\2",
+    ),
+    (re.compile(r"^fits only with gradient checkpointing"), "with checkpointing"),
+    (re.compile(r"^fits at batch (\d+) \(gradient accumulation ×(\d+)"), r"at batch \1 ×\2"),
+    (re.compile(r"^does not fit even at batch 1"), "not even at batch 1"),
+)
+
+
+def short_plan(text: str | None) -> str:
+    """A memory plan in a few words for a table cell: "at batch 64 ×4" (gradient accumulation),
+    "with checkpointing", "not even at batch 1"; nothing when it fits as given."""
+    if not text:
+        return ""
+    for pattern, short in _PLANS:
+        found = pattern.search(text)
+        if found:
+            return found.expand(short)
+    return ""
 
 
 def key_measurements(profile: Profile) -> list[dict[str, str]]:
