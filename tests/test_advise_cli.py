@@ -171,3 +171,20 @@ def test_rules_and_prices_options(capsys: pytest.CaptureFixture[str], tmp_path: 
     err = capsys.readouterr().err
     assert code == 5
     assert str(bad) in err
+
+
+def test_the_terminal_says_how_a_workload_fits_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "advise",
+            "--profile",
+            str(Path(__file__).parent / "fixtures" / "reports" / "cpu-only.json"),
+            "--workload",
+            "resnet50-imagenet",
+            "--assume-gpu",
+            "RTX 4060",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "(at batch 64 ×4)" in " ".join(out.split())

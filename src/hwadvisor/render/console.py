@@ -18,7 +18,7 @@ from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
-from hwadvisor.units import human_bytes
+from hwadvisor.units import human_bytes, short_plan
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -392,6 +392,8 @@ def render_advice(advice: Advice, console: Console) -> None:
             else "—"
         )
         fits = {True: "yes", False: "no", None: "?"}[e.fits_memory]
+        if short_plan(e.memory_plan):
+            fits += f" ({short_plan(e.memory_plan)})"
         meets = Text("yes", style="green") if e.meets_scenario else Text("no", style="red")
         row: list[RenderableType] = [Text(e.hardware), Text(span), Text(fits), meets]
         if priced:

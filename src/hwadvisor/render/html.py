@@ -22,7 +22,7 @@ from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.charts import all_charts
 from hwadvisor.render.console import format_rate, human_duration
-from hwadvisor.units import human_bytes
+from hwadvisor.units import human_bytes, short_plan
 
 PAPERS = ("A4", "Letter")
 PACKAGE_TEMPLATES = "hwadvisor.templates"
@@ -105,32 +105,6 @@ def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str,
 
 def _threads(count: int | None) -> str:
     return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
-
-
-_PLANS = (
-    (re.compile(r"^fits as given"), ""),
-    (
-        re.compile(
-            r"^fits only with gradient checkpointing, at batch (\d+) \(gradient accumulation ×(\d+)"
-        ),
-        r"with checkpointing, batch \1 ×\2",
-    ),
-    (re.compile(r"^fits only with gradient checkpointing"), "with checkpointing"),
-    (re.compile(r"^fits at batch (\d+) \(gradient accumulation ×(\d+)"), r"at batch \1 ×\2"),
-    (re.compile(r"^does not fit even at batch 1"), "not even at batch 1"),
-)
-
-
-def short_plan(text: str | None) -> str:
-    """A memory plan in a few words for a table cell: "at batch 64 ×4" (gradient accumulation),
-    "with checkpointing", "not even at batch 1"; nothing when it fits as given."""
-    if not text:
-        return ""
-    for pattern, short in _PLANS:
-        found = pattern.search(text)
-        if found:
-            return found.expand(short)
-    return ""
 
 
 def key_measurements(profile: Profile) -> list[dict[str, str]]:
