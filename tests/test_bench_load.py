@@ -388,3 +388,32 @@ def test_contended_figures_are_said_to_be_unused() -> None:
     bench, _ = _judged(Disturbance.CPU_CONTENDED)
     assert bench.message is not None
     assert "does not use the disturbed ones" in bench.message
+
+
+def test_cpu_times_that_raise_or_lack_a_cpu_read_as_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import psutil
+
+    from hwadvisor.probes.bench.harness import machine_busy_seconds
+
+    def broken(percpu: bool = False) -> Any:
+        raise psutil.AccessDenied()
+
+    monkeypatch.setattr(psutil, "cpu_times", broken)
+    assert machine_busy_seconds(None) is None
+    assert machine_busy_seconds([0, 1]) is None
+    monitor = LoadMonitor(cpus=[0, 1])
+    monitor.start()
+    assert monitor.others() is None
+
+
+def test_the_phase_load_is_a_share_of_all_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    from hwadvisor import benchrun
+
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 4)
+    assert benchrun._share(1.0) == 0.25
+    assert benchrun._share(9.0) == 1.0
+    assert benchrun._share(None) is None

@@ -58,7 +58,7 @@ from hwadvisor.probes.bench.timing import halve_on_oom, measure, rates
 DEFAULT_MATMUL_N = 1024
 #: Matmul size where bf16/fp16 is emulated (~1–5 GFLOP/s): a few ms per call.
 EMULATED_MATMUL_N = 128
-#: Size of the one untimed + one timed call that checks the speed before the real size is used.
+#: Size of the few calls whose shortest checks the speed before the real size is used.
 PROBE_MATMUL_N = 128
 MIN_MATMUL_N = 32
 #: Warm-up of the compute cases: the first ~0.1 s of a thread pool's work runs ~20 % slow

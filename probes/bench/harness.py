@@ -190,13 +190,15 @@ def machine_busy_seconds(cpus: Sequence[int] | None) -> float | None:
     idle and iowait. Steal time counts as busy: a hypervisor's other guests took it."""
     try:
         import psutil
-
+    except ImportError:
+        return None
+    try:
         if cpus is None:
             rows = [psutil.cpu_times()]
         else:
             per_cpu = psutil.cpu_times(percpu=True)
             rows = [per_cpu[i] for i in cpus if i < len(per_cpu)]
-    except (ImportError, OSError, IndexError):
+    except (psutil.Error, OSError):
         return None
     total = 0.0
     for times in rows:

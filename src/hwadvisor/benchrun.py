@@ -40,6 +40,7 @@ from hwadvisor.model.bench import (
 )
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.probes.bench.gpu import crossover_n
+from hwadvisor.probes.bench.harness import LoadMonitor, own_cpu_seconds
 from hwadvisor.probes.bench.plan import BenchPlan, CaseDef, CaseSpec, declared, failed
 from hwadvisor.probes.bench.timing import split_budget
 
@@ -336,7 +337,7 @@ def run_plan(
     got = _Collected()
     remaining = list(plan.cases)
     env = child_env(plan.threads)
-    load = _OtherLoad()
+    load = phase_load()
     while remaining:
         follower = _Follower(by_id, got, report, idle_limit_s=startup_limit_s / 3)
         sub = BenchPlan(threads=plan.threads, seed=plan.seed, cases=remaining)
@@ -380,7 +381,7 @@ def run_plan(
         load=got.cpu_load(),
         devices=[got.devices[d] for d in sorted(got.devices)],
     )
-    bench.other_cpu_load = load.fraction()
+    bench.other_cpu_load = _share(load.others())
     notes = list(got.errors)
     busy = bench.other_cpu_load is not None and bench.other_cpu_load > BUSY_THRESHOLD
     for m in bench.measurements:
@@ -457,50 +458,20 @@ def disturbance_summary(bench: Benchmarks) -> str | None:
     )
 
 
-class _OtherLoad:
-    """How much CPU other processes took while we measured: the machine's busy time minus ours
-    and our children's (the benchmark children are reaped by the time it is read)."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.busy = _machine_busy_seconds()
-        self.ours = _own_cpu_seconds()
-
-    def fraction(self) -> float | None:
-        busy, ours = _machine_busy_seconds(), _own_cpu_seconds()
-        if None in (busy, ours, self.busy, self.ours):
-            return None
-        wall = time.monotonic() - self.start
-        cpus = psutil.cpu_count() or 1
-        assert busy is not None and ours is not None and self.busy is not None
-        assert self.ours is not None
-        others = max(0.0, (busy - self.busy) - (ours - self.ours))
-        return round(min(1.0, others / (wall * cpus)), 3) if wall > 0 else None
+def phase_load() -> LoadMonitor:
+    """Watches what other processes take of the whole machine while the benchmarks run: its
+    busy time less ours and our children's (the benchmark children are reaped by the time it is
+    read)."""
+    monitor = LoadMonitor(cpus=None, own=lambda: own_cpu_seconds(children=True))
+    monitor.start()
+    return monitor
 
 
-def _machine_busy_seconds() -> float | None:
-    try:
-        times = psutil.cpu_times()
-    except (psutil.Error, OSError):
+def _share(others: float | None) -> float | None:
+    """Others' CPUs as a share of all of the machine's CPUs."""
+    if others is None:
         return None
-    idle = times.idle + getattr(times, "iowait", 0.0)
-    return (
-        float(sum(times)) - idle - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
-    )
-
-
-def _own_cpu_seconds() -> float | None:
-    try:
-        import resource
-    except ImportError:  # Windows: no rusage of children
-        return None
-    return sum(
-        u.ru_utime + u.ru_stime
-        for u in (
-            resource.getrusage(resource.RUSAGE_SELF),
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-        )
-    )
+    return round(min(1.0, others / (psutil.cpu_count() or 1)), 3)
 
 
 def _merge_crossovers(found: list[Crossover]) -> list[Crossover]:
