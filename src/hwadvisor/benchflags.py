@@ -111,7 +111,7 @@ def flag_gpu_measurements(
         if throttled:
             _flag(m, Disturbance.GPU_THROTTLED, throttled)
         if device not in shared:
-            _name, _memory, gpu = device_identity(profile, device)
+            _name, _memory, gpu = device_identity(profile, device, bench)
             mig = (gpu is not None and gpu.mig_enabled.value is True) or device in mig_slices
             shared[device] = (
                 "a MIG slice, not the whole GPU"
