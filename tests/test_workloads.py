@@ -4,6 +4,7 @@ published throughput figures."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -18,6 +19,7 @@ from hwadvisor.workloads import (
     UnknownWorkload,
     Workload,
     WorkloadError,
+    attention_flops_per_token,
     calibrated_efficiency,
     custom_workload,
     default_efficiency,
@@ -53,7 +55,7 @@ def test_every_preset_has_a_source_and_assumptions(workload: Workload) -> None:
     assert workload.notes.strip()
     assert workload.description.strip()
     assert get_workload(workload.name) is workload
-    assert dict(workload.efficiency)["cpu"] > 0
+    assert default_efficiency(workload, "cpu") > 0
 
 
 @pytest.mark.parametrize("workload", [w for w in PRESETS if w.kind != "classical"])
@@ -98,19 +100,56 @@ def test_conv_training_is_three_forwards() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "parameters", "tokens"),
+    ("name", "parameters", "tokens", "layers", "hidden", "seq"),
     [
-        ("bert-base-finetune", 110e6, 3 * 400_000 * 128),
-        ("llm-7b-pretrain", 7e9, 1e12),
+        ("bert-base-finetune", 110e6, 3 * 400_000 * 128, 12, 768, 128),
+        ("llm-7b-pretrain", 7e9, 1e12, 32, 4096, 4096),
     ],
 )
-def test_transformers_follow_6nd(name: str, parameters: float, tokens: float) -> None:
-    assert total_training_flops(get_workload(name)) == pytest.approx(6 * parameters * tokens)
+def test_transformers_follow_6nd_plus_attention(
+    name: str, parameters: float, tokens: float, layers: int, hidden: int, seq: int
+) -> None:
+    # 6·N per token in the weights, plus 12·L·h·s per token in the attention itself.
+    w = get_workload(name)
+    assert total_training_flops(w) == pytest.approx(
+        (6 * parameters + 12 * layers * hidden * seq) * tokens
+    )
+    without_shape = replace(w, layers=None, hidden=None, heads=None)
+    assert total_training_flops(without_shape) == pytest.approx(6 * parameters * tokens)
+
+
+def test_attention_flops_grow_with_the_sequence() -> None:
+    w = get_workload("llm-7b-pretrain")
+    short, long = replace(w, sequence_length=1024), replace(w, sequence_length=8192)
+    assert attention_flops_per_token(long) == 8 * attention_flops_per_token(short)
+    assert attention_flops_per_token(replace(w, layers=None)) == 0.0
+
+
+def test_a_shape_must_be_whole_and_sane() -> None:
+    with pytest.raises(WorkloadError, match="hidden, heads"):
+        custom_workload(parameters=10**8, tokens=10**9, sequence_length=512, layers=12)
+    with pytest.raises(WorkloadError, match="needs sequence_length"):
+        custom_workload(parameters=10**8, tokens=10**9, layers=12, hidden=768, heads=12)
+    with pytest.raises(WorkloadError, match="cannot exceed"):
+        custom_workload(
+            parameters=10**8, tokens=10**9, sequence_length=512, layers=12, hidden=8, heads=12
+        )
+    with pytest.raises(WorkloadError, match="describe a transformer"):
+        custom_workload(
+            parameters=10**8,
+            samples=10,
+            flops_per_sample=1e9,
+            sequence_length=512,
+            layers=12,
+            hidden=768,
+            heads=12,
+        )
 
 
 def test_lora_is_4nd_through_the_frozen_base() -> None:
     lora = get_workload("llm-7b-lora")
-    assert total_training_flops(lora) == pytest.approx(4 * 7e9 * 50e6)
+    attention = 12 * 32 * 4096 * 1024
+    assert total_training_flops(lora) == pytest.approx((4 * 7e9 + attention) * 50e6)
     assert "4·N" in lora.notes
 
 

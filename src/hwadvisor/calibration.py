@@ -31,6 +31,7 @@ from hwadvisor.workloads import (
     TRAINING_PRECISIONS,
     Workload,
     WorkloadError,
+    check_workload,
     custom_workload,
     get_workload,
 )
@@ -83,11 +84,21 @@ _TEXT_KEYS = (
     "cpu_architecture",
     "cpu_microarchitecture",
 )
-_INT_KEYS = ("parameters", "sequence_length", "run_samples", "run_tokens", "cpu_cores")
+_INT_KEYS = (
+    "parameters",
+    "sequence_length",
+    "run_samples",
+    "run_tokens",
+    "cpu_cores",
+    "layers",
+    "hidden",
+    "heads",
+    "vocab_size",
+)
 _FLOAT_KEYS = ("measured", "flops_per_sample", "flops_per_token", "cpu_ghz")
 _CPU_KEYS = ("cpu_cores", "cpu_ghz", "cpu_architecture", "cpu_microarchitecture")
 _REQUIRED = ("id", "hardware", "gpus", "workload", "precision", "measured", "unit", "source")
-_KNOWN = frozenset((*_TEXT_KEYS, *_INT_KEYS, *_FLOAT_KEYS, "gpus"))
+_KNOWN = frozenset((*_TEXT_KEYS, *_INT_KEYS, *_FLOAT_KEYS, "gpus", "flash_attention"))
 
 #: The estimate is rounded to 2 significant figures; the work is sized so that the estimate
 #: lands near this many seconds, where that rounding costs under 0.6 %.
@@ -124,6 +135,17 @@ class CalibrationRow:
     cpu_ghz: float | None = None
     cpu_architecture: str | None = None
     cpu_microarchitecture: str | None = None
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    vocab_size: int | None = None
+    flash_attention: bool | None = None
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """The transformer shape the row gives (empty where it gives none)."""
+        keys = ("layers", "hidden", "heads", "vocab_size", "flash_attention")
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     @property
     def is_cpu(self) -> bool:
@@ -250,6 +272,10 @@ def _parse_row(table: Any, index: int, origin: str) -> CalibrationRow:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
         raise CalibrationError(f"{where}: key 'gpus' must be a whole number >= 0, got {gpus!r}")
     fields["gpus"] = gpus
+    if "flash_attention" in table:
+        if not isinstance(table["flash_attention"], bool):
+            raise CalibrationError(f"{where}: key 'flash_attention' must be true or false")
+        fields["flash_attention"] = table["flash_attention"]
     row = CalibrationRow(**fields)
     _check_row(row, where)
     return row
@@ -332,20 +358,28 @@ def _cpu_flops_per_cycle(row: CalibrationRow) -> int | None:
 
 def calibration_workload(row: CalibrationRow) -> Workload:
     """The row's workload: the preset with the row's precision (and any model figure the row
-    overrides), or a custom workload. Its size is arbitrary: only the rate is compared."""
+    overrides), or a custom workload. Its size is arbitrary: only the rate is compared. A row
+    that gives another model size for a preset with a shape must give its shape too: the
+    preset's would be wrong for it, so it is dropped."""
     try:
         if row.preset is not None:
             base = get_workload(row.preset)
             changes: dict[str, Any] = {"name": row.id, "precision": row.precision}
+            if row.sequence_length is not None:
+                changes["sequence_length"] = row.sequence_length
             if row.parameters is not None:
                 changes["parameters"] = row.parameters
                 if base.kind == "transformer":
                     changes["flops_per_token"] = 6.0 * row.parameters
+                    changes.update(layers=None, hidden=None, heads=None, vocab_size=None)
+            changes.update(row.shape)
             if row.flops_per_sample is not None:
                 changes["flops_per_sample"] = row.flops_per_sample
             if row.flops_per_token is not None:
                 changes["flops_per_token"] = row.flops_per_token
-            return replace(base, **changes)
+            workload = replace(base, **changes)
+            check_workload(workload, f"calibration row {row.id!r}")
+            return workload
         assert row.parameters is not None  # checked on loading
         if row.kind == "conv":
             return custom_workload(
@@ -362,6 +396,7 @@ def calibration_workload(row: CalibrationRow) -> Workload:
             tokens=1,
             precision=row.precision,
             sequence_length=row.sequence_length,
+            **row.shape,
         )
     except WorkloadError as exc:
         raise CalibrationError(f"calibration row {row.id!r}: {exc}") from exc

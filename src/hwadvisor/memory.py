@@ -667,16 +667,6 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
 # --------------------------------------------------------------------------------------------
 # From a Workload
 
-#: Shapes of the presets in catalog/workloads.toml, from the sources those presets cite: BERT-base
-#: "12-layer, 768-hidden, 12-heads, 110M parameters" (google-research/bert README.md); the 7B
-#: LLMs as LLaMA-7B, n_layer=32, n_head=32, n_embd=4096, vocabulary 32,000
-#: (Lightning-AI/lit-llama lit_llama/model.py), FlashAttention as the llm presets' notes assume.
-_PRESET_SHAPES: Final[dict[str, tuple[int, int, int, int | None, bool]]] = {
-    "bert-base-finetune": (12, 768, 12, None, False),
-    "llm-7b-lora": (32, 4096, 32, 32_000, True),
-    "llm-7b-pretrain": (32, 4096, 32, 32_000, True),
-}
-
 
 def spec_from_workload(
     w: Workload,
@@ -706,9 +696,11 @@ def spec_from_workload(
     if w.kind == "classical":
         raise MemoryModelError(f"{w.name} is CPU work: no GPU memory to estimate")
     shape = transformer
-    if shape is None and w.name in _PRESET_SHAPES and w.sequence_length:
-        layers, hidden, heads, vocab, flash = _PRESET_SHAPES[w.name]
-        shape = TransformerShape(layers, hidden, heads, w.sequence_length, vocab, flash)
+    if shape is None and w.has_shape:
+        assert w.layers and w.hidden and w.heads and w.sequence_length
+        shape = TransformerShape(
+            w.layers, w.hidden, w.heads, w.sequence_length, w.vocab_size, w.flash_attention
+        )
     per_sample: float | None = None
     if shape is None:
         if w.activation_bytes_per_token is not None:

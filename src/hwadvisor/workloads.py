@@ -25,7 +25,9 @@ __all__ = [
     "UnknownWorkload",
     "Workload",
     "WorkloadError",
+    "attention_flops_per_token",
     "calibrated_efficiency",
+    "check_workload",
     "custom_workload",
     "default_efficiency",
     "estimate",
@@ -34,6 +36,7 @@ __all__ = [
     "hardware_rate",
     "load_workloads",
     "total_training_flops",
+    "training_flops_per_token",
     "training_memory_bytes",
     "with_epochs",
 ]
@@ -46,12 +49,15 @@ DEVICE_CLASSES = ("cpu", "consumer-gpu", "datacenter-gpu")
 MAX_TOTAL_FLOPS = 1e30
 _MAX_PARAMETERS = 1e15
 
-#: Efficiency by kind and device class where a workload has no figure of its own. Conv and
-#: transformer GPU figures follow the published points (ResNet-50 AMP on A100 ≈ 20 % of tensor
-#: peak; LLM training 35–50 % MFU); the CPU figure is what oneDNN/MKL reach on real layers.
+#: Efficiency by kind and device class where a workload has no figure of its own. Conv GPU
+#: figures follow the published points (ResNet-50 AMP on A100 ≈ 20 % of tensor peak). The
+#: transformer figures are model-FLOPs utilisation as it is published, attention FLOPs counted
+#: (PaLM 46 %, Megatron-LM 52 % on A100, MosaicML's llm-foundry table 35–64 %), which is why the
+#: attention FLOPs are added wherever the shape is known. The CPU figure is what oneDNN/MKL reach
+#: on real layers. Checked against the calibration table (benchmarks/advice_accuracy.py).
 DEFAULT_EFFICIENCY: dict[str, dict[str, float]] = {
     "conv": {"cpu": 0.30, "consumer-gpu": 0.25, "datacenter-gpu": 0.20},
-    "transformer": {"cpu": 0.20, "consumer-gpu": 0.40, "datacenter-gpu": 0.45},
+    "transformer": {"cpu": 0.20, "consumer-gpu": 0.45, "datacenter-gpu": 0.50},
     "classical": {"cpu": 0.70},
 }
 
@@ -62,12 +68,16 @@ DEFAULT_EFFICIENCY: dict[str, dict[str, float]] = {
 #: (ResNet-50 AMP, 50 MB of activations per image, runs at about the same images/s per GB/s of
 #: memory bandwidth on V100, A100, H100 and RTX 6000 Ada: 1.0–1.3 GB moved per image; the
 #: project's calibration table, src/hwadvisor/catalog/calibration.toml.)
-CONV_TRAFFIC_PER_ACTIVATION_BYTE = 14.0
+TRAFFIC_PER_ACTIVATION_BYTE = 14.0
 ACHIEVED_BANDWIDTH_FRACTION = 0.7
-#: Convolutions on CUDA cores (FP32, no tensor cores) reach this share of the FP32 peak: cuDNN's
-#: FP32 kernels are mature and the peak is modest (NVIDIA's ResNet-50 FP32 on a V100: 367 img/s,
-#: 57 % of 15.7 TFLOP/s).
-CONV_VECTOR_EFFICIENCY = 0.55
+#: Work on CUDA cores (FP32, no tensor cores) reaches a larger share of the modest FP32 peak than
+#: mixed precision reaches of the tensor peak: cuDNN's FP32 convolutions and cuBLAS's SGEMM are
+#: mature and nothing else in the step is slow beside them. Conv nets: NVIDIA's ResNet-50 FP32
+#: on a V100, 367 img/s = 57 % of 15.7 TFLOP/s. Transformers are almost all GEMMs: BERT-large
+#: FP32 pre-training on a V100 runs at 50 sequences/s of 128 tokens, about 80 % of the FP32 peak
+#: (both NVIDIA DeepLearningExamples; see catalog/calibration.toml); 0.65 leaves room for
+#: smaller matrices.
+VECTOR_EFFICIENCY: dict[str, float] = {"conv": 0.55, "transformer": 0.65}
 
 #: Weights + gradients + Adam moments per trained parameter, where the catalog has no table.
 DEFAULT_BYTES_PER_PARAMETER: dict[str, float] = {"fp32": 16, "tf32": 16, "bf16": 18, "fp16": 18}
@@ -109,6 +119,20 @@ class Workload:
     """Classical work only: one core's time for the whole job."""
     efficiency: tuple[tuple[str, float], ...] = ()
     """(device class, fraction of peak) pairs; a tuple so the dataclass stays hashable."""
+    layers: int | None = None
+    """Transformers: the model's shape (layers, hidden size, attention heads), where known. It
+    adds the attention FLOPs to ``flops_per_token``, sizes the activations (memory and memory
+    traffic) and the per-step launch cost."""
+    hidden: int | None = None
+    heads: int | None = None
+    vocab_size: int | None = None
+    flash_attention: bool = False
+    """The attention scores are never stored (FlashAttention, PyTorch's fused SDPA)."""
+
+    @property
+    def has_shape(self) -> bool:
+        """Whether layers, hidden size, heads and sequence length are all known."""
+        return bool(self.layers and self.hidden and self.heads and self.sequence_length)
 
 
 @dataclass(frozen=True)
@@ -166,7 +190,17 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-_INT_KEYS = ("parameters", "trainable_parameters", "samples", "tokens", "sequence_length")
+_INT_KEYS = (
+    "parameters",
+    "trainable_parameters",
+    "samples",
+    "tokens",
+    "sequence_length",
+    "layers",
+    "hidden",
+    "heads",
+    "vocab_size",
+)
 _FLOAT_KEYS = (
     "flops_per_sample",
     "flops_per_token",
@@ -177,7 +211,7 @@ _FLOAT_KEYS = (
 )
 _TEXT_KEYS = ("name", "description", "kind", "precision", "source", "notes")
 _KNOWN_KEYS = frozenset(
-    (*_INT_KEYS, *_FLOAT_KEYS, *_TEXT_KEYS, "epochs", "batch_size", "efficiency")
+    (*_INT_KEYS, *_FLOAT_KEYS, *_TEXT_KEYS, "epochs", "batch_size", "efficiency", "flash_attention")
 )
 
 
@@ -204,6 +238,10 @@ def _parse_row(row: Any, index: int, origin: str, bytes_table: dict[str, float])
         if key in row:
             fields[key] = _number(row[key], f"{where}: key {key!r}")
     fields["epochs"] = _number(row["epochs"], f"{where}: key 'epochs'")
+    if "flash_attention" in row:
+        if not isinstance(row["flash_attention"], bool):
+            raise WorkloadError(f"{where}: key 'flash_attention' must be true or false")
+        fields["flash_attention"] = row["flash_attention"]
     fields["batch_size"] = int(_number(row.get("batch_size", 1), f"{where}: key 'batch_size'"))
     efficiency = row.get("efficiency", {})
     if not isinstance(efficiency, dict):
@@ -225,11 +263,11 @@ def _parse_row(row: Any, index: int, origin: str, bytes_table: dict[str, float])
         workload = Workload(**fields)
     except TypeError as exc:  # a key of the wrong kind reached the constructor
         raise WorkloadError(f"{where}: {exc}") from exc
-    _check(workload, where)
+    check_workload(workload, where)
     return workload
 
 
-def _check(w: Workload, where: str) -> None:
+def check_workload(w: Workload, where: str) -> None:
     """Raise WorkloadError for a workload that cannot be estimated (one-line message)."""
     if w.kind not in KINDS:
         raise WorkloadError(f"{where}: kind must be one of {', '.join(KINDS)}, got {w.kind!r}")
@@ -246,6 +284,7 @@ def _check(w: Workload, where: str) -> None:
         return
     if w.parameters <= 0:
         raise WorkloadError(f"{where}: parameters must be positive")
+    _check_shape(w, where)
     per_sample = bool(w.flops_per_sample and w.samples)
     per_token = bool(w.flops_per_token and w.tokens)
     if per_sample == per_token:
@@ -254,6 +293,39 @@ def _check(w: Workload, where: str) -> None:
         )
     if total_training_flops(w) > MAX_TOTAL_FLOPS:
         raise WorkloadError(f"{where}: over {MAX_TOTAL_FLOPS:.0e} FLOPs in total, surely a typo")
+
+
+#: Beyond these a shape is a typo (the largest published models have ~200 layers, hidden ~30k).
+_MAX_LAYERS = 100_000
+_MAX_HIDDEN = 1_000_000
+
+
+def _check_shape(w: Workload, where: str) -> None:
+    """A shape is all of layers, hidden and heads (with a sequence length), or none of them."""
+    given = [k for k in ("layers", "hidden", "heads") if getattr(w, k) is not None]
+    if not given:
+        return
+    if len(given) < 3:
+        missing = ", ".join(k for k in ("layers", "hidden", "heads") if k not in given)
+        raise WorkloadError(
+            f"{where}: a model shape needs layers, hidden and heads ({missing} missing)"
+        )
+    if w.kind != "transformer":
+        raise WorkloadError(
+            f"{where}: layers/hidden/heads describe a transformer, not {w.kind} work"
+        )
+    if not w.sequence_length:
+        raise WorkloadError(f"{where}: a transformer shape needs sequence_length")
+    assert w.layers is not None and w.hidden is not None and w.heads is not None
+    for label, value, top in (
+        ("layers", w.layers, _MAX_LAYERS),
+        ("hidden", w.hidden, _MAX_HIDDEN),
+        ("heads", w.heads, _MAX_HIDDEN),
+    ):
+        if not 0 < value <= top:
+            raise WorkloadError(f"{where}: {label} must be between 1 and {top:,}, got {value}")
+    if w.heads > w.hidden:
+        raise WorkloadError(f"{where}: heads ({w.heads}) cannot exceed hidden ({w.hidden})")
 
 
 def get_workload(name: str) -> Workload:
@@ -295,12 +367,19 @@ def custom_workload(
     sequence_length: int | None = None,
     activation_bytes_per_sample: float | None = None,
     activation_bytes_per_token: float | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    vocab_size: int | None = None,
+    flash_attention: bool = False,
     name: str = "custom",
 ) -> Workload:
     """A workload from the user's figures, checked: per-sample (a conv net) or per-token (a
     transformer; ``flops_per_token`` defaults to 6 × parameters). Raises :class:`WorkloadError`.
 
-    Without activation figures the memory estimate counts the parameters only.
+    A transformer's shape (``layers``, ``hidden``, ``heads`` with ``sequence_length``) sizes its
+    activations and adds the attention FLOPs; without it or an activation figure the memory
+    estimate counts the parameters only (and the advice says so).
     """
     _positive("parameters", parameters, integer=True)
     for label, value in (
@@ -316,6 +395,10 @@ def custom_workload(
         ("tokens", tokens),
         ("batch_size", batch_size),
         ("sequence_length", sequence_length),
+        ("layers", layers),
+        ("hidden", hidden),
+        ("heads", heads),
+        ("vocab_size", vocab_size),
     ):
         _positive(label, count, integer=True)
     if parameters > _MAX_PARAMETERS:
@@ -355,7 +438,13 @@ def custom_workload(
         bytes_per_parameter=DEFAULT_BYTES_PER_PARAMETER[precision],
         activation_bytes_per_sample=activation_bytes_per_sample,
         activation_bytes_per_token=activation_bytes_per_token,
+        layers=None if layers is None else int(layers),
+        hidden=None if hidden is None else int(hidden),
+        heads=None if heads is None else int(heads),
+        vocab_size=None if vocab_size is None else int(vocab_size),
+        flash_attention=bool(flash_attention),
     )
+    _check_shape(workload, "the workload")
     # The total, not each figure, is what a typo blows up (1e12 samples × 1e20 FLOPs).
     total = total_training_flops(workload)
     if not math.isfinite(total) or total > MAX_TOTAL_FLOPS:
@@ -379,10 +468,28 @@ def total_training_flops(w: Workload) -> float:
             f"{w.name} is CPU work counted in core-seconds, not FLOPs: use estimate_cpu_work"
         )
     if w.flops_per_token is not None and w.tokens is not None:
-        return w.flops_per_token * w.tokens * w.epochs
+        return training_flops_per_token(w) * w.tokens * w.epochs
     if w.flops_per_sample is not None and w.samples is not None:
         return w.flops_per_sample * w.samples * w.epochs
     raise WorkloadError(f"{w.name}: no FLOPs per sample or per token")
+
+
+def attention_flops_per_token(w: Workload) -> float:
+    """Training FLOPs of the attention itself (scores and weighted values), which the 6·N rule
+    leaves out: 12 · layers · hidden · sequence length per token (forward 4·L·h·s, backward
+    twice that; Narayanan et al. 2021, the PaLM MFU formula). 0 where the shape is unknown."""
+    if not w.has_shape:
+        return 0.0
+    assert w.layers is not None and w.hidden is not None and w.sequence_length is not None
+    return 12.0 * w.layers * w.hidden * w.sequence_length
+
+
+def training_flops_per_token(w: Workload) -> float:
+    """``flops_per_token`` (the dense 6·N-rule part) plus the attention FLOPs where the
+    shape is known."""
+    if w.flops_per_token is None:
+        raise WorkloadError(f"{w.name}: no FLOPs per token")
+    return w.flops_per_token + attention_flops_per_token(w)
 
 
 def training_memory_bytes(w: Workload) -> int:
@@ -432,7 +539,7 @@ def memory_traffic_per_sample(w: Workload) -> float | None:
     if w.kind != "conv" or w.activation_bytes_per_sample is None:
         return None
     width = 2.0 if w.precision in ("fp32", "tf32") else 1.0
-    return w.activation_bytes_per_sample * width * CONV_TRAFFIC_PER_ACTIVATION_BYTE
+    return w.activation_bytes_per_sample * width * TRAFFIC_PER_ACTIVATION_BYTE
 
 
 def on_tensor_cores(peak: GpuPeak, precision: str) -> bool:

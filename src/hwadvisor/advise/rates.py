@@ -3,7 +3,7 @@ ladder's rungs from the catalog, this machine from its measurements where they c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hwadvisor.advise.files import GB, TYPICAL_MATMUL_EFFICIENCY, Candidate, Rules, is_datacenter
 from hwadvisor.advise.trust import (
@@ -24,6 +24,7 @@ from hwadvisor.memory import (
     FitVerdict,
     MemoryModelError,
     MemorySpec,
+    activation_bytes,
     fit_verdict,
     memory_per_gpu,
     spec_from_workload,
@@ -31,7 +32,8 @@ from hwadvisor.memory import (
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
     ACHIEVED_BANDWIDTH_FRACTION,
-    CONV_VECTOR_EFFICIENCY,
+    TRAFFIC_PER_ACTIVATION_BYTE,
+    VECTOR_EFFICIENCY,
     Estimate,
     Workload,
     default_efficiency,
@@ -40,6 +42,7 @@ from hwadvisor.workloads import (
     hardware_rate,
     memory_traffic_per_sample,
     on_tensor_cores,
+    training_flops_per_token,
     training_memory_bytes,
 )
 
@@ -61,6 +64,43 @@ class Rate:
     notes: list[str] = field(default_factory=list)
 
 
+#: One training step launches about this many GPU kernels per transformer layer (forward about
+#: 15: two layer norms, the QKV and output projections, attention, two MLP matmuls, the
+#: activation, dropouts and residual adds; backward about twice as many), and eager PyTorch
+#: spends about this long on the host per kernel (dispatch, autograd, launch). The GPU cannot
+#: run a step faster than the host issues it: small models and small batches are bound by it.
+KERNELS_PER_LAYER = 45
+HOST_SECONDS_PER_KERNEL = 8e-6
+
+
+def _step_flops(w: Workload) -> float | None:
+    """Training FLOPs of one step on one GPU (the workload's per-device batch)."""
+    if w.kind == "transformer" and w.flops_per_token and w.sequence_length:
+        return training_flops_per_token(w) * w.sequence_length * w.batch_size
+    if w.flops_per_sample:
+        return w.flops_per_sample * w.batch_size
+    return None
+
+
+def _traffic_per_flop(w: Workload) -> float | None:
+    """Bytes moved through device memory per training FLOP: conv nets from their activation
+    figure, transformers from their shape (or activation figure) — every stored activation is
+    written, read back and passed through the element-wise layers both ways."""
+    if w.kind == "conv":
+        traffic = memory_traffic_per_sample(w)
+        return traffic / w.flops_per_sample if traffic and w.flops_per_sample else None
+    if w.kind != "transformer" or not w.flops_per_token or not w.sequence_length:
+        return None
+    try:
+        stored = activation_bytes(spec_from_workload(replace(w, batch_size=1)), checkpointing=False)
+    except MemoryModelError:
+        return None
+    if stored <= 0:
+        return None
+    flops = training_flops_per_token(w) * w.sequence_length
+    return stored * TRAFFIC_PER_ACTIVATION_BYTE / flops
+
+
 def _gpu_estimate(
     w: Workload,
     peak: GpuPeak,
@@ -70,26 +110,52 @@ def _gpu_estimate(
     derate: float = 1.0,
     efficiency: float | None = None,
 ) -> Estimate | None:
+    """Time on ``gpus`` GPUs like ``peak``: a step takes the longest of its arithmetic (peak ×
+    efficiency), its memory traffic (bandwidth) and the host's kernel launches."""
     rate = hardware_rate(peak, w.precision)
     if rate is None:
         return None
     eff = efficiency if efficiency is not None else default_efficiency(w, device_class)
-    if efficiency is None and w.kind == "conv" and not on_tensor_cores(peak, w.precision):
-        eff = max(eff, CONV_VECTOR_EFFICIENCY)
+    if (
+        efficiency is None
+        and w.kind in VECTOR_EFFICIENCY
+        and not on_tensor_cores(peak, w.precision)
+    ):
+        eff = max(eff, VECTOR_EFFICIENCY[w.kind])
     scale = 1 + (gpus - 1) * rules.multi_gpu_scaling
     eff = min(1.0, eff)
-    bound = ""
-    traffic = memory_traffic_per_sample(w)
-    if traffic and peak.bandwidth_gbs and w.flops_per_sample:
-        # Roofline: a step takes the longer of its arithmetic and its memory traffic.
-        compute_s = w.flops_per_sample / (rate * derate * eff)
-        memory_s = traffic / (peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION)
-        if memory_s > compute_s:
-            eff *= compute_s / memory_s
-            bound = (
-                f"memory-bound: about {traffic / 1e9:.2g} GB moved per sample at "
-                f"{ACHIEVED_BANDWIDTH_FRACTION:.0%} of {peak.bandwidth_gbs:,.0f} GB/s"
+    compute_s = 1.0 / (rate * derate * eff)  # per FLOP
+    bounds: list[tuple[float, str]] = []
+    per_flop = _traffic_per_flop(w)
+    if per_flop and peak.bandwidth_gbs:
+        memory_s = per_flop / (peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION)
+        step = _step_flops(w)
+        moved = (
+            f"about {per_flop * step / w.batch_size / 1e9:.2g} GB moved per sample" if step else ""
+        )
+        bounds.append(
+            (
+                memory_s,
+                f"memory-bound: {moved} at {ACHIEVED_BANDWIDTH_FRACTION:.0%} of "
+                f"{peak.bandwidth_gbs:,.0f} GB/s",
             )
+        )
+    step = _step_flops(w)
+    if w.layers and step:
+        kernels = w.layers * KERNELS_PER_LAYER
+        host_s = kernels * HOST_SECONDS_PER_KERNEL
+        bounds.append(
+            (
+                host_s / step,
+                f"launch-bound: {kernels:,} kernels per step of batch {w.batch_size} take "
+                f"the host about {host_s * 1e3:.2g} ms",
+            )
+        )
+    bound = ""
+    slowest = max(bounds, default=None)
+    if slowest is not None and slowest[0] > compute_s:
+        eff *= compute_s / slowest[0]
+        bound = slowest[1]
     est = estimate(w, rate_flops=rate * scale * derate, efficiency=eff)
     if bound:
         est = Estimate(est.seconds, est.low_seconds, est.high_seconds, f"{est.basis}; {bound}")
