@@ -91,7 +91,8 @@ def test_catalog_is_packaged_as_a_resource() -> None:
 def test_catalog_covers_the_generations_and_vendors() -> None:
     architectures = {row.architecture for row in ROWS}
     assert {"Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"} <= architectures
-    assert {"nvidia", "amd"} <= {row.vendor for row in ROWS} <= {"nvidia", "amd", "apple"}
+    vendors = {row.vendor for row in ROWS}
+    assert {"nvidia", "amd", "intel"} <= vendors <= {"nvidia", "amd", "apple", "intel"}
     assert len(ROWS) >= 50
 
 

@@ -98,3 +98,90 @@ def test_a_model_without_a_shape_has_no_launch_or_traffic_term() -> None:
     assert peak is not None
     est = rates._gpu_estimate(w, peak, 1, "datacenter-gpu", RULES)
     assert est is not None and "bound" not in est.basis
+
+
+# --------------------------------------------------------------------------------------------
+# Several GPUs: the links between them
+
+
+def _peak(name: str):  # type: ignore[no-untyped-def]
+    peak = find_gpu_peak(name)
+    assert peak is not None
+    return peak
+
+
+def test_links_rank_nvlink_over_pcie_over_consumer_pcie() -> None:
+    h100, _ = rates.link_bandwidth(_peak("H100 SXM"))
+    a100_pcie, what = rates.link_bandwidth(_peak("A100 PCIe 80GB"))
+    rtx4090, via_host = rates.link_bandwidth(_peak("RTX 4090"))
+    assert h100 > a100_pcie > rtx4090
+    assert "PCIe 4.0" in what and "host memory" in via_host
+    assert rates.link_bandwidth(_peak("H100 PCIe"))[0] > a100_pcie  # PCIe 5.0
+
+
+def test_data_parallel_when_the_states_fit_sharded_when_not() -> None:
+    small = custom_workload(parameters=100_000_000, tokens=10**9, precision="bf16", batch_size=8)
+    big = custom_workload(parameters=7_000_000_000, tokens=10**9, precision="bf16", batch_size=1)
+    assert rates.sharding(small, _peak("H100 SXM"), 8, RULES) == "ddp"
+    assert rates.sharding(big, _peak("H100 SXM"), 8, RULES) == "fsdp"
+    assert rates.sharding(big, _peak("H100 SXM"), 1, RULES) == "ddp"
+    plan = rates.memory_plan(big, int(80e9), 8, RULES)
+    assert plan is not None and plan.message.endswith("(states sharded with FSDP)")
+    plan = rates.memory_plan(small, int(80e9), 8, RULES)
+    assert plan is not None and plan.message.endswith("(plain data parallel)")
+
+
+def _llm(batch: int) -> object:
+    return custom_workload(
+        parameters=1_300_000_000,
+        tokens=10**10,
+        sequence_length=512,
+        layers=24,
+        hidden=2048,
+        heads=16,
+        flash_attention=True,
+        batch_size=batch,
+        precision="bf16",
+    )
+
+
+def test_a_gradient_exchange_the_step_cannot_hide_costs_time() -> None:
+    # Batch 1 of 512 tokens on PCIe consumer cards: the step is short, the gradients large.
+    w = _llm(1)
+    peak = _peak("RTX 6000 Ada")
+    est = rates._gpu_estimate(w, peak, 4, "consumer-gpu", RULES)  # type: ignore[arg-type]
+    assert est is not None and "gradient exchange" in est.basis and "PCIe" in est.basis
+    one = _seconds(w, "RTX 6000 Ada", 1, "consumer-gpu")
+    assert est.seconds > one / (1 + 3 * RULES.multi_gpu_scaling) * 1.2
+    # NVLink costs the same exchange a smaller share of the step.
+    ideal = 1 + 3 * RULES.multi_gpu_scaling
+    pcie_cost = est.seconds / (one / ideal)
+    nvlink_cost = _seconds(w, "H100 SXM", 4) / (_seconds(w, "H100 SXM", 1) / ideal)
+    assert 1.0 <= nvlink_cost < pcie_cost
+
+
+@pytest.mark.parametrize("network", [1.0, 3.0, 12.5, 25.0, 50.0])
+def test_a_faster_network_is_never_slower(network: float) -> None:
+    w = _llm(1)
+    slow = replace(RULES, network_gbs_per_gpu=network)
+    fast = replace(RULES, network_gbs_per_gpu=network * 2)
+    peak = _peak("H100 SXM")
+    a = rates._gpu_estimate(w, peak, 64, "datacenter-gpu", slow)  # type: ignore[arg-type]
+    b = rates._gpu_estimate(w, peak, 64, "datacenter-gpu", fast)  # type: ignore[arg-type]
+    assert a is not None and b is not None and b.seconds <= a.seconds
+
+
+def test_the_network_setting_is_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from importlib import resources
+
+    text = resources.files("hwadvisor.catalog").joinpath("rules.toml").read_text(encoding="utf-8")
+    for bad in ("0", "-5", "true", '"fast"', "1e9"):
+        path = tmp_path / "rules.toml"
+        path.write_text(
+            text.replace("network_gbs_per_gpu = 25", f"network_gbs_per_gpu = {bad}"),
+            encoding="utf-8",
+        )
+        with pytest.raises(advise.RulesError, match="network_gbs_per_gpu"):
+            advise.load_rules(path)
+    path.write_text(text.replace("network_gbs_per_gpu = 25", "network_gbs_per_gpu = 3"))
+    assert advise.load_rules(path).network_gbs_per_gpu == 3.0

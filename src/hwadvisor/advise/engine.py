@@ -417,15 +417,25 @@ def _what_ifs(
 
 def _assumptions(rules: Rules) -> list[str]:
     return [
-        "training FLOPs: 6·N·D for transformers, 3× forward for conv nets (2 FLOPs per "
+        "training FLOPs: 6·N·D for transformers plus 12·layers·hidden·sequence per token "
+        "for the attention where the shape is known, 3× forward for conv nets (2 FLOPs per "
         "multiply-add); classical ML in core-seconds",
-        "time ≈ FLOPs / (peak × efficiency); efficiencies are measured on this machine where "
-        "its benchmarks allow, documented defaults otherwise; the band is ×0.6–×1.6",
+        "time ≈ FLOPs / (peak × efficiency), or the step's memory traffic / bandwidth, or the "
+        "host's kernel launches, whichever is slowest; efficiencies are measured on this "
+        "machine where its benchmarks allow, documented defaults otherwise; the band is "
+        "×0.6–×1.6",
         "memory: weights + gradients + Adam states (16–18 bytes/parameter; LoRA's frozen base "
         "at its own bits) + activations from the model's shape + the CUDA context and "
         f"workspace (≈1.3 GiB); {rules.usable_memory_fraction:.0%} of device memory usable; "
         "a batch that does not fit is split with gradient accumulation, then gradient "
         "checkpointing is tried (transformers)"
-        + ("; several GPUs shard the states (FSDP)" if rules.shard_states else ""),
-        f"several GPUs: each adds {rules.multi_gpu_scaling:.0%} of one GPU's throughput",
+        + (
+            "; several GPUs use plain data parallel where the states fit, FSDP sharding where "
+            "they do not"
+            if rules.shard_states
+            else ""
+        ),
+        f"several GPUs: each adds {rules.multi_gpu_scaling:.0%} of one GPU's throughput, less "
+        "the gradient exchange the step cannot hide (NVLink/Infinity Fabric or PCIe from the "
+        f"catalog; {rules.network_gbs_per_gpu:g} GB/s per GPU between servers)",
     ]

@@ -68,6 +68,8 @@ class Rules:
     multi_gpu_scaling: float = 0.9
     usable_memory_fraction: float = 0.9
     shard_states: bool = True
+    network_gbs_per_gpu: float = 25.0
+    """Network bandwidth per GPU between servers (GB/s): 25 = 200 Gb/s InfiniBand per GPU."""
     source: str = "built-in"
 
     def candidate(self, role: str) -> Candidate | None:
@@ -121,6 +123,16 @@ def _parse_rules(data: dict[str, Any], origin: str) -> Rules:
 
     settings = data.get("settings", {})
     scaling = float(settings.get("multi_gpu_scaling", 0.9))
+    network = settings.get("network_gbs_per_gpu", 25.0)
+    if (
+        isinstance(network, bool)
+        or not isinstance(network, (int, float))
+        or not 0 < network <= 10_000
+    ):
+        raise RulesError(
+            f"{origin}: [settings] network_gbs_per_gpu must be a number of GB/s in (0, 10000], "
+            f"got {network!r}"
+        )
     usable = float(settings.get("usable_memory_fraction", 0.9))
     for name, value in (("multi_gpu_scaling", scaling), ("usable_memory_fraction", usable)):
         if not 0 < value <= 1:
@@ -143,6 +155,7 @@ def _parse_rules(data: dict[str, Any], origin: str) -> Rules:
         multi_gpu_scaling=scaling,
         usable_memory_fraction=usable,
         shard_states=bool(settings.get("shard_states_across_gpus", True)),
+        network_gbs_per_gpu=float(network),
         source=origin,
     )
 

@@ -12,13 +12,15 @@ from hwadvisor.catalog.peaks import (
 )
 from hwadvisor.errors import UsageError
 
-_BRANDS = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|instinct|radeon|graphics)\b")
+_BRANDS = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|instinct|radeon|intel|graphics)\b")
+#: "Intel(R) Arc(TM) A770 Graphics": the marks are no words of the name.
+_TRADEMARKS = re.compile(r"\((?:r|tm)\)|[®™]")
 
 
 def _tokens(text: str) -> list[str]:
-    """``"NVIDIA GeForce RTX3050 Ti"`` → ``["rtx", "3050", "ti"]``: brand words dropped,
-    letters and digits split."""
-    text = _BRANDS.sub(" ", text.lower())
+    """``"NVIDIA GeForce RTX3050 Ti"`` → ``["rtx", "3050", "ti"]``: brand words and trademark
+    marks dropped, letters and digits split."""
+    text = _BRANDS.sub(" ", _TRADEMARKS.sub(" ", text.lower()))
     return re.findall(r"[a-z]+|\d+", text)
 
 
@@ -39,13 +41,21 @@ def _closeness(query: list[str], row: list[str]) -> float:
 
 def nearest_gpus(name: str, count: int = 3) -> list[str]:
     """The ``count`` catalog names nearest ``name``: a near spelling first when there is one
-    (a typo such as "4909" for "4090"), then by model number (an RTX 3050 is near an RTX 3060,
-    not an RTX A6000)."""
+    (a typo such as "4909" for "4090"), then the names of the family asked for (every word of
+    two letters or more, "Arc", "RTX", "Max", in the name), then by model number (an RTX 3050
+    is near an RTX 3060, not an RTX A6000; an "Arc A7700" near the Arc A770, not a Radeon RX
+    7900 XT)."""
     query = _tokens(name)
     names = [p.name for p in load_catalog()]
     by_tokens = {" ".join(_tokens(n)): n for n in names}
     spelled = difflib.get_close_matches(" ".join(query), list(by_tokens), n=1, cutoff=0.8)
-    ranked = sorted(names, key=lambda n: -_closeness(query, _tokens(n)))
+    family = {t for t in query if t.isalpha() and len(t) > 1}
+
+    def rank(candidate: str) -> tuple[bool, float]:
+        tokens = _tokens(candidate)
+        return (not (family and family <= set(tokens)), -_closeness(query, tokens))
+
+    ranked = sorted(names, key=rank)
     chosen: list[str] = []
     for candidate in [*(by_tokens[k] for k in spelled), *ranked]:
         if candidate not in chosen:

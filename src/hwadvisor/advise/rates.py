@@ -101,6 +101,94 @@ def _traffic_per_flop(w: Workload) -> float | None:
     return stored * TRAFFIC_PER_ACTIVATION_BYTE / flops
 
 
+#: GPUs in one server: beyond it, gradients also cross the network between nodes.
+GPUS_PER_NODE = 8
+#: Share of a link's datasheet bandwidth (both directions) that NCCL/RCCL's ring all-reduce
+#: reaches as "bus bandwidth" on large messages: nccl-tests report about 230 GB/s on DGX A100
+#: (NVLink 600 GB/s) and about 25 GB/s between PCIe 4.0 GPUs (64 GB/s both ways).
+LINK_EFFICIENCY = 0.4
+#: Consumer cards have peer-to-peer transfers switched off (GeForce RTX 4090 and later) or not
+#: validated: their all-reduce goes through host memory, at about half the speed.
+CONSUMER_PCIE_FACTOR = 0.5
+#: PCIe generation by GPU architecture (x16 link: 16 GB/s per direction per generation 3, doubling
+#: with each generation).
+PCIE_GENERATION = {
+    "Kepler": 3,
+    "Maxwell": 3,
+    "Pascal": 3,
+    "Volta": 3,
+    "Turing": 3,
+    "Ampere": 4,
+    "Ada Lovelace": 4,
+    "Hopper": 5,
+    "Blackwell": 5,
+    "CDNA": 4,
+    "CDNA 2": 4,
+    "CDNA 3": 5,
+    "CDNA 4": 5,
+    "RDNA 2": 4,
+    "RDNA 3": 4,
+    "RDNA 4": 5,
+}
+#: Share of a step's compute the gradient exchange hides behind: DDP overlaps it with the
+#: backward pass (about 2/3 of the step); FSDP also prefetches the next layer's weights during
+#: the forward pass, so it can hide behind the whole step.
+OVERLAP = {"ddp": 2.0 / 3.0, "fsdp": 1.0}
+
+
+def link_bandwidth(peak: GpuPeak) -> tuple[float, str]:
+    """All-reduce bus bandwidth between GPUs of this model in one server (bytes/s), and what
+    the link is: NVLink/Infinity Fabric where the catalog gives it, else PCIe."""
+    if peak.gpu_link_gbs:
+        return peak.gpu_link_gbs * 1e9 * LINK_EFFICIENCY, f"{peak.gpu_link_gbs:,.0f} GB/s GPU links"
+    gen = PCIE_GENERATION.get(peak.architecture or "", 4)
+    both_ways = 2 * 16.0 * 2 ** (gen - 3)
+    factor = CONSUMER_PCIE_FACTOR if peak.gpu_class == "consumer" else 1.0
+    via = ", through host memory" if factor < 1 else ""
+    return both_ways * 1e9 * LINK_EFFICIENCY * factor, f"PCIe {gen}.0{via}"
+
+
+def sharding(w: Workload, peak: GpuPeak, gpus: int, rules: Rules) -> str:
+    """How several GPUs split the work: plain data parallel (DDP) when every GPU holds the
+    whole model's states at a batch that fits; sharded states (FSDP/ZeRO-3) when they do not
+    (and the rules allow it)."""
+    if gpus <= 1 or not rules.shard_states:
+        return "ddp"
+    if not peak.memory_gb or w.kind == "classical":
+        return "fsdp"
+    plan = memory_plan(w, int(peak.memory_gb * GB), gpus, rules)
+    return "ddp" if plan is not None and plan.message.endswith("(plain data parallel)") else "fsdp"
+
+
+def _sync_per_flop(
+    w: Workload, peak: GpuPeak, gpus: int, rules: Rules, flop_s: float
+) -> tuple[float, str] | None:
+    """Seconds per training FLOP that exchanging gradients (DDP: a ring all-reduce of the
+    gradients; FSDP: reduce-scatter plus two all-gathers of the weights) adds beyond what the
+    step hides, and how; None on one GPU or where nothing is exposed."""
+    step = _step_flops(w)
+    if gpus <= 1 or not step:
+        return None
+    trainable = w.trainable_parameters if w.trainable_parameters is not None else w.parameters
+    width = 4.0 if w.precision in ("fp32", "tf32") else 2.0
+    strategy = sharding(w, peak, gpus, rules)
+    passes = 2.0 if strategy == "ddp" else 3.0
+    volume = passes * trainable * width * (gpus - 1) / gpus
+    link, what = link_bandwidth(peak)
+    seconds = volume / link
+    if gpus > GPUS_PER_NODE:
+        # Hierarchical: inside each server over its links, then 1/8 of it across the network.
+        seconds += volume / GPUS_PER_NODE / (rules.network_gbs_per_gpu * 1e9)
+        what = f"{what} and {rules.network_gbs_per_gpu:g} GB/s per GPU between servers"
+    exposed = seconds - OVERLAP[strategy] * step * flop_s
+    if exposed <= 0:
+        return None
+    return (
+        exposed / step,
+        f"gradient exchange ({strategy.upper()}) over {what} adds {exposed * 1e3:.2g} ms per step",
+    )
+
+
 def _gpu_estimate(
     w: Workload,
     peak: GpuPeak,
@@ -156,14 +244,20 @@ def _gpu_estimate(
     if slowest is not None and slowest[0] > compute_s:
         eff *= compute_s / slowest[0]
         bound = slowest[1]
+    sync = _sync_per_flop(w, peak, gpus, rules, 1.0 / (rate * derate * eff))
+    if sync is not None:
+        exposed, how = sync
+        eff *= (1.0 / (rate * derate * eff)) / (1.0 / (rate * derate * eff) + exposed)
+        bound = f"{bound}; {how}" if bound else how
     est = estimate(w, rate_flops=rate * scale * derate, efficiency=eff)
     if bound:
         est = Estimate(est.seconds, est.low_seconds, est.high_seconds, f"{est.basis}; {bound}")
     return est
 
 
-def _spec(w: Workload, gpus: int, rules: Rules) -> MemorySpec:
-    strategy = "fsdp" if gpus > 1 and rules.shard_states else "ddp"
+def _spec(w: Workload, gpus: int, rules: Rules, strategy: str | None = None) -> MemorySpec:
+    if strategy is None:
+        strategy = "fsdp" if gpus > 1 and rules.shard_states else "ddp"
     return spec_from_workload(
         w, gpus=max(1, gpus), strategy=strategy, usable_fraction=rules.usable_memory_fraction
     )
@@ -178,6 +272,13 @@ def memory_plan(
     if per_gpu_bytes is None or per_gpu_bytes <= 0 or w.kind == "classical":
         return None
     try:
+        if gpus > 1 and rules.shard_states:
+            # Plain data parallel where every GPU holds the states; sharded (FSDP) otherwise.
+            ddp = fit_verdict(_spec(w, gpus, rules, "ddp"), per_gpu_bytes)
+            if ddp.kind in ("fits", "smaller_batch"):
+                return replace(ddp, message=f"{ddp.message} (plain data parallel)")
+            fsdp = fit_verdict(_spec(w, gpus, rules, "fsdp"), per_gpu_bytes)
+            return replace(fsdp, message=f"{fsdp.message} (states sharded with FSDP)")
         return fit_verdict(_spec(w, gpus, rules), per_gpu_bytes)
     except MemoryModelError:
         return None

