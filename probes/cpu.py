@@ -26,6 +26,7 @@ from hwadvisor.model.profile import CpuInfo
 
 from . import cgroup
 from ._common import PSUTIL_ERRORS
+from .isa import isa_from_tokens
 from .roots import Roots
 
 T = TypeVar("T")
@@ -107,33 +108,6 @@ _ARM_IMPLEMENTERS: dict[int, tuple[str, dict[int, str]]] = {
     0xC0: ("Ampere", {0xAC3: "Ampere-1", 0xAC4: "Ampere-1a", 0xAC5: "Ampere-1b"}),
 }  # fmt: skip
 
-#: The instruction-set features that matter for deep learning, in report order, with the names
-#: Linux (/proc/cpuinfo), py-cpuinfo (CPUID) and macOS (``sysctl hw.optional``) give them.
-ISA_FEATURES: dict[str, tuple[str, ...]] = {
-    "sse4_2": ("sse4_2", "sse4.2"),
-    "avx": ("avx", "avx1.0", "avx1_0"),
-    "avx2": ("avx2", "avx2_0"),
-    "fma": ("fma", "fma3"),
-    "f16c": ("f16c",),
-    "avx512f": ("avx512f",),
-    "avx512bw": ("avx512bw",),
-    "avx512vl": ("avx512vl",),
-    "avx512_vnni": ("avx512_vnni", "avx512vnni"),
-    "avx512_bf16": ("avx512_bf16", "avx512bf16"),
-    "avx512_fp16": ("avx512_fp16", "avx512fp16"),
-    "avx_vnni": ("avx_vnni", "avxvnni"),
-    "amx_tile": ("amx_tile", "amxtile", "amx-tile"),
-    "amx_bf16": ("amx_bf16", "amxbf16", "amx-bf16"),
-    "amx_int8": ("amx_int8", "amxint8", "amx-int8"),
-    "neon": ("asimd", "neon", "advsimd", "feat_advsimd"),
-    "asimdhp": ("asimdhp", "neon_fp16", "feat_fp16"),
-    "bf16": ("bf16", "feat_bf16"),
-    "i8mm": ("i8mm", "feat_i8mm"),
-    "sve": ("sve", "feat_sve"),
-    "sve2": ("sve2", "feat_sve2"),
-    "sme": ("sme", "feat_sme"),
-}
-_ISA_ALIASES = {alias: name for name, aliases in ISA_FEATURES.items() for alias in aliases}
 
 #: DMI strings -> hypervisor, first match wins (Amazon and Google before the KVM they run on).
 _HYPERVISOR_MARKERS = (
@@ -814,9 +788,7 @@ def _frequencies(ctx: _Context, brand: Fact[str]) -> tuple[Fact[float], Fact[flo
     return base, maximum
 
 
-def _isa_from_tokens(tokens: Iterable[str]) -> list[str]:
-    found = {_ISA_ALIASES[t.lower()] for t in tokens if t.lower() in _ISA_ALIASES}
-    return [name for name in ISA_FEATURES if name in found]
+_isa_from_tokens = isa_from_tokens
 
 
 def _isa(ctx: _Context) -> Fact[list[str]]:

@@ -8,7 +8,6 @@ stay ``null`` with the reason; every fact read here has the source ``collect_env
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,7 +24,7 @@ from hwadvisor.model.profile import (
     ToolInfo,
     TorchInfo,
 )
-from hwadvisor.probes.cpu import ISA_FEATURES
+from hwadvisor.probes.isa import isa_from_tokens
 
 SRC = Source.COLLECT_ENV
 MISSING = "not in collect_env output"
@@ -33,7 +32,6 @@ MISSING = "not in collect_env output"
 #: Words collect_env prints where it has no value.
 _NO_VALUE = {"", "n/a", "could not collect", "no cuda", "none", "unknown"}
 
-_ISA_ALIASES = {alias: name for name, aliases in ISA_FEATURES.items() for alias in aliases}
 
 _X86_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD", "HygonGenuine": "Hygon"}
 
@@ -395,9 +393,7 @@ def _virtualized(pairs: dict[str, str]) -> Fact[bool]:
     return unknown(MISSING, SRC)
 
 
-def _isa(tokens: Iterable[str]) -> list[str]:
-    found = {_ISA_ALIASES[t.lower()] for t in tokens if t.lower() in _ISA_ALIASES}
-    return [name for name in ISA_FEATURES if name in found]
+_isa = isa_from_tokens
 
 
 def _int(text: str | None) -> int | None:
