@@ -388,3 +388,22 @@ def test_an_assumed_intel_gpu_gets_an_estimate_from_its_row() -> None:
     assert max_row.seconds is not None and max_row.seconds > 0
     # The datacenter card with 7x the tensor peak and 7x the bandwidth finishes first.
     assert max_row.seconds < b580_row.seconds
+
+
+def test_this_machines_intel_gpu_gets_an_estimate_and_honest_notes() -> None:
+    profile = import_file(FIXTURES / "profiles" / "v1-cpu-only.json")
+    profile.benchmarks = Benchmarks()
+    profile.gpus = [_xpu("Intel(R) Arc(TM) A770 Graphics", 16225243136)]
+    profile.frameworks.torch.xpu_available = Fact(value=True, source="torch")
+    profile.frameworks.torch.cuda_available = Fact(value=False, source="torch")
+    w = get_workload("resnet50-imagenet")
+    advice = advise(profile, w)
+    row = next(e for e in advice.estimates if e.origin == "this-machine" and "A770" in e.hardware)
+    assert row.seconds is not None and row.seconds > 0
+    said = row.basis
+    assert "not yet on Intel GPUs" in said
+    assert "cannot use this GPU" not in said  # torch.xpu works; CUDA's absence is no matter
+    profile.frameworks.torch.xpu_available = Fact(value=False, source="torch")
+    again = advise(profile, w)
+    row = next(e for e in again.estimates if e.origin == "this-machine" and "A770" in e.hardware)
+    assert "PyTorch cannot use this GPU yet" in row.basis

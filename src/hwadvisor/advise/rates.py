@@ -423,7 +423,7 @@ def _device_class(peak: GpuPeak) -> str:
 
 
 def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
-    gpus = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm")]
+    gpus = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm", "xpu")]
     if not gpus or w.kind == "classical":
         return None
     first: GpuInfo = gpus[0]
@@ -451,6 +451,11 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     set_aside = _distrust_note([_measured(profile.benchmarks, device, "matmul", precision)])
     if set_aside:
         notes.append(f"catalog peak × default efficiency; {set_aside}")
+    elif profile.benchmarks is not None and first.backend == "xpu":
+        notes.append(
+            "hwadvisor's benchmarks run on CUDA and ROCm GPUs, not yet on Intel GPUs: catalog "
+            "peak × default efficiency"
+        )
     elif profile.benchmarks is not None and device is None:
         notes.append(
             "the benchmarks cannot be matched to this GPU (no UUID or bus id): catalog peak "
@@ -465,7 +470,9 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
         )
     elif profile.benchmarks is None:
         notes.append("no benchmarks in the profile: catalog peak × default efficiency")
-    if profile.frameworks.torch.cuda_available.value is False:
+    torch = profile.frameworks.torch
+    usable = torch.xpu_available if first.backend == "xpu" else torch.cuda_available
+    if usable.value is False:
         notes.append("PyTorch cannot use this GPU yet (see the findings)")
     est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
     return Rate(
