@@ -97,10 +97,70 @@ def test_custom_workload(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["scenario"]["id"] in (1, 2, 3, 4)
 
 
-@pytest.mark.parametrize("args", [["--params", "0", "--tokens", "1e9"], ["--params", "1e8"]])
-def test_bad_custom_workload(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+def test_custom_transformer_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    shape = ["--seq-len", "384", "--layers", "24", "--hidden", "1024", "--heads", "16"]
+    plain = _json(capsys, "--params", "3.3e8", "--tokens", "1e9", "--precision", "fp16")
+    shaped = _json(capsys, "--params", "3.3e8", "--tokens", "1e9", "--precision", "fp16", *shape)
+    attention = 12 * 24 * 1024 * 384
+    assert shaped["workload"]["total_flops"] == pytest.approx((6 * 3.3e8 + attention) * 1e9)
+    # The shape sizes the activations: more memory needed than the parameters alone.
+    assert shaped["workload"]["memory_bytes"] > plain["workload"]["memory_bytes"]
+    assert any("activations are not counted" in w for w in plain["what_ifs"])
+    assert not any("activations are not counted" in w for w in shaped["what_ifs"])
+    flash = _json(
+        capsys, "--params", "3.3e8", "--tokens", "1e9", "--precision", "fp16", *shape,
+        "--flash-attention",
+    )  # fmt: skip
+    assert flash["workload"]["memory_bytes"] < shaped["workload"]["memory_bytes"]
+
+
+def test_custom_conv_activation_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--params", "2.5e7", "--flops-per-sample", "2.46e10", "--samples", "100000"]
+    plain = _json(capsys, *base)
+    given = _json(capsys, *base, "--activation-bytes", "5e7")
+    assert given["workload"]["memory_bytes"] > plain["workload"]["memory_bytes"] + 32 * 5e7 * 0.9
+    assert any("--activation-bytes" in w for w in plain["what_ifs"])
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--params", "0", "--tokens", "1e9"], "parameters"),
+        (["--params", "1e8"], "give samples"),
+        (["--params", "nan", "--tokens", "1e9"], "--params must be a finite number"),
+        (["--params", "inf", "--tokens", "1e9"], "--params must be a finite number"),
+        (["--params", "1e8", "--tokens", "-inf"], "--tokens must be a finite number"),
+        (["--params", "1.5", "--tokens", "1e9"], "--params must be a whole number"),
+        (["--params", "1e8", "--tokens", "1e9", "--epochs", "nan"], "--epochs must be"),
+        (["--params", "1e8", "--tokens", "1e9", "--layers", "12"], "hidden, heads missing"),
+        (
+            [
+                "--params",
+                "1e8",
+                "--tokens",
+                "1e9",
+                "--layers",
+                "2",
+                "--hidden",
+                "8",
+                "--heads",
+                "16",
+                "--seq-len",
+                "64",
+            ],
+            "cannot exceed",
+        ),
+        (["--layers", "12", "--workload", "small-cnn"], "give --params too"),
+        (["--params", "1e8", "--tokens", "1e9", "--activation-bytes", "nan"], "finite"),
+    ],
+)
+def test_bad_custom_workload(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
     assert main(["advise", "--profile", str(V1), *args]) == 2
-    assert "error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error" in err and said in err
+    assert "internal error" not in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("path", IMPORTS, ids=lambda p: p.name)

@@ -7,6 +7,7 @@ that ``hwadvisor --help`` stays instant.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import traceback
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from hwadvisor import __version__
-from hwadvisor.errors import HwAdvisorError, Interrupted
+from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus
 
 if TYPE_CHECKING:
@@ -377,7 +378,6 @@ def _advice_request(
     prices: Path | None,
 ) -> _AdviceRequest:
     from hwadvisor.advise import load_prices, load_rules, resolve_gpu
-    from hwadvisor.errors import UsageError
     from hwadvisor.workloads import WorkloadError, custom_workload, get_workload
 
     try:
@@ -396,6 +396,22 @@ def _advice_request(
     return _AdviceRequest(
         chosen, load_rules(rules), load_prices(prices) if prices else None, assume
     )
+
+
+def _finite_number(option: str, value: float | None) -> float | None:
+    """``value`` unless it is NaN or infinite (a usage error, exit 2)."""
+    if value is not None and not math.isfinite(value):
+        raise UsageError(f"{option} must be a finite number, got {value!r}")
+    return value
+
+
+def _whole(option: str, value: float) -> int:
+    """A count given as a float (1e9 is easier to type): finite, and a whole number."""
+    checked = _finite_number(option, value)
+    assert checked is not None
+    if checked != int(checked):
+        raise UsageError(f"{option} must be a whole number, got {value!r}")
+    return int(checked)
 
 
 @app.command()
@@ -433,6 +449,40 @@ def advise(
     precision: Annotated[
         str, typer.Option("--precision", help="Custom: fp32, tf32, bf16 or fp16.")
     ] = "bf16",
+    seq_len: Annotated[
+        Optional[int],
+        typer.Option("--seq-len", metavar="N", help="Custom transformer: tokens per sequence."),
+    ] = None,
+    layers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--layers",
+            metavar="N",
+            help="Custom transformer shape (with --hidden, --heads and --seq-len): sizes the "
+            "activations and adds the attention FLOPs.",
+        ),
+    ] = None,
+    hidden: Annotated[
+        Optional[int], typer.Option("--hidden", metavar="N", help="Custom: hidden size.")
+    ] = None,
+    heads: Annotated[
+        Optional[int], typer.Option("--heads", metavar="N", help="Custom: attention heads.")
+    ] = None,
+    flash_attention: Annotated[
+        bool,
+        typer.Option(
+            "--flash-attention",
+            help="Custom: the attention scores are never stored (FlashAttention, fused SDPA).",
+        ),
+    ] = False,
+    activation_bytes: Annotated[
+        Optional[float],
+        typer.Option(
+            "--activation-bytes",
+            metavar="B",
+            help="Custom: activation memory per sample in bytes, where the shape is not given.",
+        ),
+    ] = None,
     assume_gpu: AssumeGpuOpt = None,
     gpus: GpusOpt = 1,
     rules: RulesOpt = None,
@@ -457,14 +507,28 @@ def advise(
     custom = None
     if params is not None:
         custom = {
-            "parameters": int(params),
-            "flops_per_sample": flops_per_sample,
+            "parameters": _whole("--params", params),
+            "flops_per_sample": _finite_number("--flops-per-sample", flops_per_sample),
             "samples": samples,
-            "tokens": int(tokens) if tokens is not None else None,
-            "epochs": epochs,
+            "tokens": None if tokens is None else _whole("--tokens", tokens),
+            "epochs": _finite_number("--epochs", epochs),
             "batch_size": batch_size,
             "precision": precision,
+            "sequence_length": seq_len,
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "flash_attention": flash_attention,
         }
+        per_sample = _finite_number("--activation-bytes", activation_bytes)
+        if per_sample is not None:
+            key = "activation_bytes_per_sample" if tokens is None else "activation_bytes_per_token"
+            custom[key] = per_sample if tokens is None else per_sample / (seq_len or 1)
+    elif any(v is not None for v in (layers, hidden, heads, seq_len, activation_bytes)):
+        raise UsageError(
+            "--layers/--hidden/--heads/--seq-len/--activation-bytes describe a "
+            "custom workload: give --params too"
+        )
     request = _advice_request(workload, custom, assume_gpu, gpus, rules, prices)
     profile = import_file(profile_path)
     result = request.run(profile)

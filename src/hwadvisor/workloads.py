@@ -444,7 +444,7 @@ def custom_workload(
         vocab_size=None if vocab_size is None else int(vocab_size),
         flash_attention=bool(flash_attention),
     )
-    _check_shape(workload, "the workload")
+    _check_shape(workload, "custom workload")
     # The total, not each figure, is what a typo blows up (1e12 samples × 1e20 FLOPs).
     total = total_training_flops(workload)
     if not math.isfinite(total) or total > MAX_TOTAL_FLOPS:

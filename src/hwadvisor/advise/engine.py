@@ -292,7 +292,7 @@ def advise(
         this_machine=this,
         estimates=rows,
         trace=trace,
-        what_ifs=_what_ifs(w, rules, ladder, metrics, rule),
+        what_ifs=_missing_activations(w) + _what_ifs(w, rules, ladder, metrics, rule),
         assumptions=_assumptions(rules),
         rules_source=rules.source,
         prices_source=prices.source if prices else None,
@@ -388,6 +388,25 @@ def _fmt_hours(hours: float) -> str:
         return f"{hours:.1f} hours"
     days = hours / 24
     return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.0f} years"
+
+
+def _missing_activations(w: Workload) -> list[str]:
+    """Say so when the memory estimate cannot count activations (a custom workload without a
+    shape or an activation figure): it is then a floor, not an estimate."""
+    if w.kind == "classical" or w.has_shape:
+        return []
+    if w.activation_bytes_per_sample is not None or w.activation_bytes_per_token is not None:
+        return []
+    how = (
+        "--seq-len with --layers, --hidden and --heads"
+        if w.kind == "transformer"
+        else "--activation-bytes (per sample)"
+    )
+    return [
+        "activations are not counted (the workload gives neither a model shape nor an "
+        "activation figure): the memory needed is a floor, and the real job needs more; "
+        f"give {how}"
+    ]
 
 
 def _what_ifs(
