@@ -498,10 +498,7 @@ def advise(
 ) -> None:
     """Advise from a saved or imported profile: the scenario a workload needs, whether that
     machine meets it, time-to-train across the hardware ladder, and the rule trace."""
-    from rich.console import Console
-
     from hwadvisor.importers.detect import import_file
-    from hwadvisor.render.console import render_advice
     from hwadvisor.render.jsonio import to_json, write_new_file
 
     custom = None
@@ -538,6 +535,10 @@ def advise(
         written = write_new_file(Path(json_out), to_json(result))
         _stderr().print(f"Advice written to [bold]{_escape(str(written))}[/bold]")
     else:
+        from rich.console import Console
+
+        from hwadvisor.render.console import render_advice
+
         render_advice(result, Console(highlight=False))
 
 
