@@ -169,6 +169,9 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
             else "unknown"
         )
         fits = {True: "fits", False: "does not fit", None: "fit unknown"}[here.fits_memory]
+        plan = short_plan(here.memory_plan)
+        if here.fits_memory and plan:
+            fits = f"fits {plan}"  # needed is at the workload's batch; this is how it fits
         rows.append(
             {
                 "label": "Training memory needed vs available",
