@@ -375,8 +375,8 @@ def scale_out(
         run_cost=run_cost,
         summary=(
             f"{gpus:,} × {node.gpu} ({high:,} node{'s' if high != 1 else ''} of {per_node}) "
-            f"meet it{when}{cost}, if data parallelism scales across nodes as within one "
-            f"({rules.multi_gpu_scaling:.0%} per added GPU)"
+            f"meet it{when}{cost}, with {rules.multi_gpu_scaling:.0%} per added GPU and "
+            f"{rules.network_gbs_per_gpu:g} GB/s per GPU between servers"
         ),
     )
 
