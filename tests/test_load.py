@@ -43,7 +43,7 @@ def test_bad_profiles_are_one_line_errors(text: str, message: str) -> None:
 def test_binary_and_missing_files(tmp_path: Path) -> None:
     binary = tmp_path / "b.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(InputError, match="not UTF-8"):
+    with pytest.raises(InputError, match="not text"):
         load_profile(binary)
     with pytest.raises(InputError, match="cannot read"):
         load_profile(tmp_path / "missing.json")

@@ -341,7 +341,6 @@ RulesOpt = Annotated[
         "--rules",
         metavar="FILE",
         help="Your own rules file (TOML), instead of the built-in one.",
-        dir_okay=False,
     ),
 ]
 PricesOpt = Annotated[
@@ -350,7 +349,6 @@ PricesOpt = Annotated[
         "--prices",
         metavar="FILE",
         help="Purchase and hourly prices (TOML): adds costs and buy-vs-rent break-even.",
-        dir_okay=False,
     ),
 ]
 
@@ -422,7 +420,6 @@ def advise(
             "--profile",
             "-p",
             metavar="FILE",
-            dir_okay=False,
             help="A saved profile, or collect_env output, an nvidia-smi -q -x "
             "dump or an nvidia-smi table (detected).",
         ),
@@ -548,7 +545,6 @@ def import_(
         Path,
         typer.Argument(
             metavar="FILE",
-            dir_okay=False,
             help="collect_env output, nvidia-smi -q -x XML, an "
             "nvidia-smi table, or a saved profile.",
         ),
@@ -587,9 +583,7 @@ def import_(
 def report(
     source: Annotated[
         Path,
-        typer.Argument(
-            metavar="FILE.json", dir_okay=False, help="A saved profile (any schema version)."
-        ),
+        typer.Argument(metavar="FILE.json", help="A saved profile (any schema version)."),
     ],
     out: Annotated[
         Optional[Path],
@@ -606,15 +600,11 @@ def report(
     redact: RedactOpt = None,
 ) -> None:
     """Re-render a saved profile as HTML and PDF, without touching the hardware."""
-    from hwadvisor.errors import InputError
-    from hwadvisor.model.load import parse_profile
+    from hwadvisor.model.load import parse_profile, read_text_file
     from hwadvisor.render.report import parse_formats, parse_paper, write_reports
 
     chosen = parse_formats(formats)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {source}: {exc}") from exc
+    text = read_text_file(source)
     profile = parse_profile(text, str(source))
     written = write_reports(
         profile,
@@ -637,8 +627,8 @@ def report(
 
 @app.command()
 def diff(
-    before: Annotated[Path, typer.Argument(metavar="A.json", dir_okay=False)],
-    after: Annotated[Path, typer.Argument(metavar="B.json", dir_okay=False)],
+    before: Annotated[Path, typer.Argument(metavar="A.json")],
+    after: Annotated[Path, typer.Argument(metavar="B.json")],
     json_out: Annotated[
         Optional[str],
         typer.Option("--json", metavar="PATH|-", help="The comparison as JSON, to PATH or '-'."),

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hwadvisor.errors import InputError
+from hwadvisor.inputfile import read_input
 from hwadvisor.model.profile import SCHEMA_VERSION, Profile
 
 
@@ -29,6 +30,8 @@ def parse_profile(text: str, origin: str = "profile") -> Profile:
         raise InputError(
             f"{origin}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
+    except RecursionError as exc:
+        raise InputError(f"{origin}: JSON nested too deeply to be a profile") from exc
     if not isinstance(data, dict) or "schema_version" not in data:
         raise InputError(f"{origin}: not an hwadvisor profile (no schema_version)")
     version = data["schema_version"]
@@ -51,15 +54,9 @@ def parse_profile(text: str, origin: str = "profile") -> Profile:
 
 
 def read_text_file(path: Path) -> str:
-    """The text of an input file; unreadable or binary files are one-line input errors."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return raw.decode("utf-8-sig")  # tolerate the BOM some Windows editors write
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not text (not UTF-8; a binary file?)") from exc
+    """The text of an input file (:func:`hwadvisor.inputfile.read_input`: regular files only, a
+    size cap, UTF-8 or UTF-16); problems are one-line input errors."""
+    return read_input(path)
 
 
 def load_profile(path: Path) -> Profile:
