@@ -186,6 +186,7 @@ _MOBILE_MARKERS = ("laptop", "mobile", "max q", "max p")
 _TRADEMARKS = re.compile(r"\((?:r|tm)\)|[®™]", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1024)
 def _normalise(text: str) -> str:
     """Lower case; "-", "_" and "/" as spaces: NVML says "A100-SXM4-80GB", people "A100 SXM4";
     "(R)", "(TM)", "®" and "™" dropped: torch.xpu says "Intel(R) Arc(TM) A770 Graphics"."""
@@ -193,9 +194,21 @@ def _normalise(text: str) -> str:
     return re.sub(r"[\s\-_/]+", " ", text).strip()
 
 
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 def _contains_words(haystack: str, needle: str) -> bool:
-    # Whole words only: "A10" must not match "A100" or "A10G", nor "L4" match "L40S".
-    return re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", haystack) is not None
+    # Whole words only: "A10" must not match "A100" or "A10G", nor "L4" match "L40S". A scan,
+    # not a regular expression: compiling one per catalog pattern cost more than the matching.
+    start = haystack.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        if (start == 0 or haystack[start - 1] not in _WORD_CHARACTERS) and (
+            end == len(haystack) or haystack[end] not in _WORD_CHARACTERS
+        ):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
 
 
 def _is_mobile(text: str) -> bool:
