@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
@@ -35,10 +36,44 @@ class Source(str, Enum):
     """hwadvisor's GPU catalog, for what an imported description lacks (VRAM, architecture)."""
 
 
+#: Characters no hardware fact contains and that would act, not show, on a terminal or in
+#: markup: C0 controls but tab and newline, DEL, C1 controls (ESC starts terminal sequences that
+#: can move the cursor or set the window title), and the bidirectional overrides and isolates
+#: that reorder what a reader sees (Trojan Source, CVE-2021-42574).
+_ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every active character written out as ``\\uXXXX``: what reaches a
+    terminal, an HTML page, an SVG chart or a JSON file from a profile shows, never acts."""
+    if not _ACTIVE.search(text):
+        return text
+    return _ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _visible_values(data: Any) -> Any:
+    if isinstance(data, str):
+        return visible(data)
+    if isinstance(data, dict):
+        return {
+            visible(k) if isinstance(k, str) else k: _visible_values(v) for k, v in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [_visible_values(v) for v in data]
+    return data
+
+
 class StrictModel(BaseModel):
-    """Base for every model of the profile: unknown keys are kept out, fields stay in order."""
+    """Base for every model of the profile: unknown keys are kept out, fields stay in order,
+    and every string is made :func:`visible` (a profile is input: an escape sequence in a host
+    name must not reach a terminal)."""
 
     model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_are_visible(cls, data: Any) -> Any:
+        return _visible_values(data) if isinstance(data, dict) else data
 
 
 def _finite(value: Any) -> Any:
