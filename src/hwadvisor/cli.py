@@ -6,8 +6,10 @@ that ``hwadvisor --help`` stays instant.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -720,11 +722,18 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        if "-" in args:
+            _error("standard output is closed: nothing can be written to '-'")
+            return int(ExitStatus.IO_ERROR)
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
     try:
         app(args=args, prog_name="hwadvisor", standalone_mode=True)
     except SystemExit as exc:
         code = exc.code
         if code is None:
+            return int(ExitStatus.OK)
+        if _reader_left(exc):
             return int(ExitStatus.OK)
         return code if isinstance(code, int) else int(ExitStatus.ERROR)
     except KeyboardInterrupt:
@@ -736,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_status)
     except BrokenPipeError:
         # `hwadvisor scan --json - | head`: the reader left; not an error of ours.
+        _quiet_broken_pipe()
         return int(ExitStatus.OK)
     except Exception as exc:  # noqa: BLE001 - the one place where a bug becomes a message
         if debug:
@@ -743,6 +753,29 @@ def main(argv: list[str] | None = None) -> int:
         _error(f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report it")
         return int(ExitStatus.ERROR)
     return int(ExitStatus.OK)
+
+
+def _reader_left(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from writing to a pipe whose reader left (``| head``): click turns
+    that into exit 1; for us it is no error at all."""
+    seen = exc.__context__
+    while seen is not None:
+        if isinstance(seen, BrokenPipeError) or (
+            isinstance(seen, OSError) and seen.errno == errno.EPIPE
+        ):
+            _quiet_broken_pipe()
+            return True
+        seen = seen.__context__
+    return False
+
+
+def _quiet_broken_pipe() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _interrupted() -> int:
