@@ -106,6 +106,29 @@ def test_explicit_json_path_that_exists_is_io_error(
     assert err.count("\n") == 1 and "already exists" in err
 
 
+def test_explicit_json_path_is_that_file_only(
+    fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Siblings from an earlier run must not push the JSON to another name a script never reads.
+    (tmp_path / "mine.html").write_text("old report")
+    (tmp_path / "mine.pdf").write_text("old pdf")
+    target = tmp_path / "mine.json"
+    assert main(["scan", "--json", str(target), "--format", "json,html,pdf"]) == ExitStatus.OK
+    assert json.loads(target.read_text())["host"]["hostname"]["value"] == "box-1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.html", "mine.json", "mine.pdf"]
+    assert (tmp_path / "mine.html").read_text() == "old report"
+    assert f"Profile written to {target}" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_import_json_path_is_that_file_only(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+    (tmp_path / "box.html").write_text("x")
+    target = tmp_path / "box.json"
+    assert main(["import", str(source), "--json", str(target), "-q"]) == ExitStatus.OK
+    assert target.exists() and not (tmp_path / "box-2.json").exists()
+    assert main(["import", str(source), "--json", str(target), "-q"]) == ExitStatus.IO_ERROR
+
+
 def test_unwritable_out_is_io_error(
     fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -134,8 +134,9 @@ def scan(
         typer.Option(
             "--json",
             metavar="PATH|-",
-            help="Write the JSON profile to PATH (never overwritten), or '-' for stdout "
-            "only: no summary, no file; progress and messages go to stderr.",
+            help="Write the JSON profile to PATH exactly (refused if it exists; no HTML or "
+            "PDF then), or '-' for stdout only: no summary, no file; progress and messages "
+            "go to stderr.",
         ),
     ] = None,
     probe_timeout: Annotated[
@@ -233,7 +234,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
     from hwadvisor.errors import OutputError
     from hwadvisor.pipeline import is_degraded
     from hwadvisor.redact import default_salt, redact_profile
-    from hwadvisor.render.jsonio import to_json
+    from hwadvisor.render.jsonio import to_json, write_new_file
     from hwadvisor.render.report import write_reports
 
     degraded = is_degraded(profile)
@@ -241,18 +242,24 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
         shown = redact_profile(profile, default_salt()) if how.redact else profile
         sys.stdout.write(to_json(shown))
         sys.stdout.flush()
+    elif how.json_out is not None:
+        # --json PATH: that file, exactly, and nothing else (a script reads PATH next).
+        target = Path(how.json_out)
+        if target.exists() or target.is_symlink():
+            raise OutputError(
+                f"{target} already exists; hwadvisor never overwrites a file: "
+                "choose another name or folder"
+            )
+        shown = redact_profile(profile, default_salt()) if how.redact else profile
+        write_new_file(target, to_json(shown))
+        if not how.quiet:
+            from hwadvisor.render.console import render_summary
+
+            render_summary(profile, Console(highlight=False))
+        err.print(f"Profile written to [bold]{_escape(str(target))}[/bold]")
     else:
         folder, name = how.out, stem or _file_stem(profile)
         formats = how.formats
-        if how.json_out is not None:
-            target = Path(how.json_out)
-            if target.exists():
-                raise OutputError(
-                    f"{target} already exists; hwadvisor never overwrites a file: "
-                    "choose another name or folder"
-                )
-            folder, name = target.parent, target.stem
-            formats = ["json", *[f for f in formats if f != "json"]]
         written = write_reports(
             profile,
             folder=folder,
@@ -556,7 +563,11 @@ def import_(
     ] = Path("reports"),
     json_out: Annotated[
         Optional[str],
-        typer.Option("--json", metavar="PATH|-", help="Write to PATH, or '-' for stdout."),
+        typer.Option(
+            "--json",
+            metavar="PATH|-",
+            help="Write the profile to PATH exactly (refused if it exists), or '-' for stdout.",
+        ),
     ] = None,
     formats: FormatOpt = "json",
     paper: PaperOpt = "A4",
