@@ -14,9 +14,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from pydantic import Field, model_validator
+
+from hwadvisor.catalog.schema import (
+    DataModel,
+    OptPositive,
+    OptText,
+    Text,
+    choice,
+    load_toml,
+    read_text,
+    texts,
+    unique,
+)
+from hwadvisor.catalog.toml import packaged_text
 
 if TYPE_CHECKING:
     from hwadvisor.model.profile import CpuInfo
@@ -46,12 +59,8 @@ PRECISIONS: dict[str, str] = {
     "bf16": "bf16_tflops",
     "fp8": "fp8_tflops",
 }
-_NUMBER_KEYS = ("memory_gb", *PRECISIONS.values(), "bandwidth_gbs", "gpu_link_gbs")
-_TEXT_KEYS = ("name", "vendor", "class", "architecture", "source", "note")
-_REQUIRED_KEYS = ("name", "match", "vendor", "class", "source")
 #: What a card is built and sold for (the ``class`` column).
 GPU_CLASSES = ("datacenter", "workstation", "consumer")
-_KNOWN_KEYS = frozenset(("match", *_TEXT_KEYS, *_NUMBER_KEYS))
 
 
 class CatalogError(ValueError):
@@ -86,15 +95,64 @@ class GpuPeak:
 # Loading
 
 
+class _GpuRow(DataModel):
+    """One ``[[gpu]]`` table."""
+
+    name: Text
+    match: Annotated[
+        tuple[str, ...], texts("a non-empty list of names", lambda p: bool(_normalise(p)))
+    ]
+    vendor: Text
+    gpu_class: Annotated[str, choice(*GPU_CLASSES)] = Field(alias="class")
+    architecture: OptText = None
+    source: Text
+    note: OptText = None
+    memory_gb: OptPositive = None
+    fp32_tflops: OptPositive = None
+    tf32_tflops: OptPositive = None
+    fp16_tflops: OptPositive = None
+    bf16_tflops: OptPositive = None
+    fp8_tflops: OptPositive = None
+    bandwidth_gbs: OptPositive = None
+    gpu_link_gbs: OptPositive = None
+
+    def peak(self) -> GpuPeak:
+        return GpuPeak(
+            name=self.name,
+            vendor=self.vendor.lower(),
+            architecture=self.architecture,
+            memory_gb=self.memory_gb,
+            fp32_tflops=self.fp32_tflops,
+            tf32_tflops=self.tf32_tflops,
+            fp16_tflops=self.fp16_tflops,
+            bf16_tflops=self.bf16_tflops,
+            fp8_tflops=self.fp8_tflops,
+            bandwidth_gbs=self.bandwidth_gbs,
+            source=self.source,
+            note=self.note,
+            origin="catalog",
+            match=self.match,
+            gpu_class=self.gpu_class,
+            gpu_link_gbs=self.gpu_link_gbs,
+        )
+
+
+class _GpuFile(DataModel):
+    gpu: list[_GpuRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rows(self) -> _GpuFile:
+        if not self.gpu:
+            raise ValueError("no [[gpu]] tables")
+        unique((row.name for row in self.gpu), "GPU")
+        return self
+
+
 def load_catalog(path: Path | None = None) -> list[GpuPeak]:
     """The GPU rows in file order: the packaged ``gpus.toml`` (cached) or the file at ``path``."""
     if path is None:
         return list(_default_catalog())
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot be read: {exc}") from exc
-    return _parse_catalog(text, str(path))
+    return _parse_catalog(read_text(path, CatalogError), str(path))
 
 
 @lru_cache(maxsize=1)
@@ -103,75 +161,7 @@ def _default_catalog() -> tuple[GpuPeak, ...]:
 
 
 def _parse_catalog(text: str, origin: str) -> list[GpuPeak]:
-    data = parse_toml(text, origin, CatalogError)
-    extra = sorted(set(data) - {"gpu"})
-    if extra:
-        raise CatalogError(f"{origin}: unknown top-level key {extra[0]!r} (only [[gpu]] tables)")
-    rows = data.get("gpu")
-    if not isinstance(rows, list) or not rows:
-        raise CatalogError(f"{origin}: no [[gpu]] tables")
-    return [_parse_row(row, index, origin) for index, row in enumerate(rows, start=1)]
-
-
-def _parse_row(row: Any, index: int, origin: str) -> GpuPeak:
-    where = f"{origin}: [[gpu]] entry {index}"
-    if not isinstance(row, dict):
-        raise CatalogError(f"{where}: is not a table")
-    if isinstance(row.get("name"), str):
-        where = f"{where} ({row['name']!r})"
-    for key in row:
-        if key not in _KNOWN_KEYS:
-            raise CatalogError(f"{where}: unknown key {key!r}")
-    for key in _REQUIRED_KEYS:
-        if key not in row:
-            raise CatalogError(f"{where}: missing key {key!r}")
-    texts: dict[str, str | None] = {}
-    for key in _TEXT_KEYS:
-        value = row.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise CatalogError(f"{where}: key {key!r} must be non-empty text, got {value!r}")
-        texts[key] = value
-    numbers: dict[str, float | None] = {}
-    for key in _NUMBER_KEYS:
-        value = row.get(key)
-        # bool is an int in Python; `fp16_tflops = true` is a mistake, not a 1.
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise CatalogError(f"{where}: key {key!r} must be a positive number, got {value!r}")
-        numbers[key] = None if value is None else float(value)
-    if texts["class"] not in GPU_CLASSES:
-        raise CatalogError(
-            f"{where}: key 'class' must be one of {', '.join(GPU_CLASSES)}, got {texts['class']!r}"
-        )
-    patterns = row["match"]
-    if (
-        not isinstance(patterns, list)
-        or not patterns
-        or not all(isinstance(p, str) and _normalise(p) for p in patterns)
-    ):
-        raise CatalogError(f"{where}: key 'match' must be a non-empty list of names")
-    return GpuPeak(
-        name=str(texts["name"]),
-        vendor=str(texts["vendor"]).lower(),
-        architecture=texts["architecture"],
-        memory_gb=numbers["memory_gb"],
-        fp32_tflops=numbers["fp32_tflops"],
-        tf32_tflops=numbers["tf32_tflops"],
-        fp16_tflops=numbers["fp16_tflops"],
-        bf16_tflops=numbers["bf16_tflops"],
-        fp8_tflops=numbers["fp8_tflops"],
-        bandwidth_gbs=numbers["bandwidth_gbs"],
-        source=str(texts["source"]),
-        note=texts["note"],
-        origin="catalog",
-        match=tuple(patterns),
-        gpu_class=str(texts["class"]),
-        gpu_link_gbs=numbers["gpu_link_gbs"],
-    )
+    return [row.peak() for row in load_toml(_GpuFile, text, origin, CatalogError).gpu]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,351 @@
+"""The one reader of hwadvisor's data files: every catalog (``gpus.toml``, ``workloads.toml``,
+``calibration.toml``, ``memory_cases.toml``, ``rules.toml``) and users' rules and price files is
+a pydantic model of :class:`DataModel` rows, read by :func:`load_toml` or :func:`load_table`.
+
+What every file gets from here: unknown keys refused (with the nearest known key); numbers that
+are real numbers (``true`` is not a 1), finite (TOML's ``nan`` and ``inf`` refused), positive
+where they must be; non-empty text; and a failure as ONE line that names the file, the entry,
+the key, what was wrong and what was given::
+
+    gpus.toml: [[gpu]] entry 3 ('H100 SXM'): key 'fp16_tflops' must be a positive number, got -1
+
+raised as the file's own error class (``CatalogError``, ``WorkloadError``, ``RulesError`` ...).
+Cross-field rules live in each file's models as validators that raise ``ValueError`` with a
+one-line message; the row models sit next to the runtime types they build.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
+
+from hwadvisor.catalog.toml import parse_toml
+
+__all__ = [
+    "FLAG",
+    "FRACTION",
+    "NON_NEGATIVE",
+    "NUMBER",
+    "POSITIVE",
+    "POSITIVE_WHOLE",
+    "TEXT",
+    "WHOLE",
+    "Check",
+    "DataModel",
+    "Flag",
+    "Fraction",
+    "NonNegative",
+    "Number",
+    "OptFraction",
+    "OptNonNegative",
+    "OptNumber",
+    "OptPositive",
+    "OptPositiveWhole",
+    "OptText",
+    "OptWhole",
+    "Positive",
+    "PositiveWhole",
+    "Text",
+    "Whole",
+    "choice",
+    "describe",
+    "entry_label",
+    "load_table",
+    "load_toml",
+    "number",
+    "read_text",
+    "texts",
+    "unique",
+    "whole",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+#: Keys that name an entry of a list of tables, in the order they are looked for.
+NAME_KEYS = ("name", "id", "role", "hardware")
+
+_VALUE_ERROR = "catalog_value"
+_SHOWN = 80
+
+
+class DataModel(BaseModel):
+    """A table of a data file: unknown keys refused, nothing coerced. Models are built on first
+    use (``defer_build``), so that importing a module costs nothing for files it never reads."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Values: each type says what it must be, and that phrase is the error message
+
+
+def _refuse(expected: str) -> PydanticCustomError:
+    return PydanticCustomError(_VALUE_ERROR, "must be {expected}", {"expected": expected})
+
+
+class Check:
+    """A value type of the data files: ``read`` returns the value as the program uses it, or
+    ``None`` when it is wrong, and then the error says the value "must be ``expected``". Its
+    pydantic schema is built here once and shared by every field of the type, which keeps model
+    builds (paid on every ``advise``) cheap; ``Annotated[float | None, check]`` costs no union."""
+
+    def __init__(self, expected: str, read: Callable[[object], Any]) -> None:
+        def validate(value: object) -> Any:
+            result = read(value)
+            if result is None:
+                raise _refuse(expected)
+            return result
+
+        self.expected = expected
+        self._schema = core_schema.no_info_plain_validator_function(validate)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return self._schema
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a float if it is a finite real number; ``None`` for anything else, bools
+    included: ``fp16_tflops = true`` is a mistake, not a 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        real = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return real if math.isfinite(real) else None
+
+
+def number(expected: str, ok: Callable[[float], bool] = lambda _: True) -> Check:
+    """A finite real number (never a bool) for which ``ok`` holds, read as a float."""
+
+    def read(value: object) -> float | None:
+        real = _real(value)
+        return real if real is not None and ok(real) else None
+
+    return Check(expected, read)
+
+
+def whole(expected: str, ok: Callable[[float], bool] = lambda _: True) -> Check:
+    """A whole number (``4`` or ``4.0``, never a bool) for which ``ok`` holds, read as an int."""
+
+    def read(value: object) -> int | None:
+        real = _real(value)
+        return int(real) if real is not None and real == int(real) and ok(real) else None
+
+    return Check(expected, read)
+
+
+def choice(*options: object) -> Check:
+    """One of ``options``, of the same type (``scenario = true`` is not scenario 1)."""
+
+    def read(value: object) -> object:
+        return next((o for o in options if type(value) is type(o) and value == o), None)
+
+    return Check(f"one of {', '.join(map(str, options))}", read)
+
+
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def texts(expected: str, ok: Callable[[str], bool] = lambda _: True) -> Check:
+    """A non-empty list of non-empty texts for which ``ok`` holds, read as a tuple."""
+
+    def read(value: object) -> tuple[str, ...] | None:
+        if not isinstance(value, list) or not value:
+            return None
+        if not all(isinstance(v, str) and v.strip() and ok(v) for v in value):
+            return None
+        return tuple(value)
+
+    return Check(expected, read)
+
+
+POSITIVE = number("a positive number", lambda v: v > 0)
+NON_NEGATIVE = number("a non-negative number", lambda v: v >= 0)
+FRACTION = number("a fraction in (0, 1]", lambda v: 0 < v <= 1)
+NUMBER = number("a finite number")
+WHOLE = whole("a whole number >= 0", lambda v: v >= 0)
+POSITIVE_WHOLE = whole("a positive whole number", lambda v: v > 0)
+TEXT = Check("non-empty text", _text)
+FLAG = Check("true or false", lambda v: v if isinstance(v, bool) else None)
+
+# The types of fields; ``Opt...`` ones may be left out (default ``None``).
+Positive = Annotated[float, POSITIVE]
+OptPositive = Annotated[float | None, POSITIVE]
+NonNegative = Annotated[float, NON_NEGATIVE]
+OptNonNegative = Annotated[float | None, NON_NEGATIVE]
+Fraction = Annotated[float, FRACTION]
+OptFraction = Annotated[float | None, FRACTION]
+Number = Annotated[float, NUMBER]
+OptNumber = Annotated[float | None, NUMBER]
+Whole = Annotated[int, WHOLE]
+OptWhole = Annotated[int | None, WHOLE]
+PositiveWhole = Annotated[int, POSITIVE_WHOLE]
+OptPositiveWhole = Annotated[int | None, POSITIVE_WHOLE]
+Text = Annotated[str, TEXT]
+OptText = Annotated[str | None, TEXT]
+Flag = Annotated[bool, FLAG]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def read_text(path: Path, error: type[Exception]) -> str:
+    """A user's file as text; unreadable (missing, a folder, not UTF-8) raises ``error``."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot be read: {exc}") from exc
+
+
+def load_toml(model: type[M], text: str, origin: str, error: type[Exception]) -> M:
+    """TOML text as ``model``: invalid TOML or invalid data raise ``error`` naming ``origin``."""
+    return load_table(model, parse_toml(text, origin, error), origin, error, whole_file=True)
+
+
+def load_table(
+    model: type[M], data: object, where: str, error: type[Exception], *, whole_file: bool = False
+) -> M:
+    """``data`` (a TOML table) validated as ``model``; otherwise ``error`` with one line that
+    starts with ``where`` and names the entry and key of the first problem. ``whole_file``:
+    ``data`` is a file's top level (its unknown keys are "top-level" ones)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(describe(model, data, exc.errors(), where, whole_file)) from None
+
+
+def unique(names: Iterable[str], what: str) -> None:
+    """For a file's validator: ``ValueError`` when a name comes twice (``what`` names it)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{what} {name!r} appears more than once")
+        seen.add(name)
+
+
+def entry_label(table: str, index: int, row: object) -> str:
+    """``[[gpu]] entry 3 ('H100 SXM')``: the entry's 1-based position and, where the row has
+    one, its name."""
+    label = f"[[{table}]] entry {index}"
+    if isinstance(row, dict):
+        name = next((row[k] for k in NAME_KEYS if isinstance(row.get(k), str)), None)
+        if name is not None:
+            label += f" ({name!r})"
+    return label
+
+
+# --------------------------------------------------------------------------------------------
+# One line from a ValidationError
+
+_PRIORITY = {"extra_forbidden": 0, "missing": 1}
+
+
+def _first(errors: Sequence[ErrorDetails]) -> ErrorDetails:
+    """The first problem pydantic met (entries come in file order); among those of one table,
+    an unknown key first (a typo also reads as a missing key), then a missing one."""
+    parent = errors[0]["loc"][:-1]
+    same = [e for e in errors if e["loc"][:-1] == parent]
+    return min(same, key=lambda e: _PRIORITY.get(e["type"], 2))
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):  # as the file says it
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _keys_at(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys the table at ``loc`` may have (for "did you mean")."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        assert current is not None
+        fields = {f.alias or n: f for n, f in current.model_fields.items()}
+        current = _model_of(fields[part].annotation) if part in fields else None
+        if current is None:
+            return []
+    assert current is not None
+    return [f.alias or n for n, f in current.model_fields.items()]
+
+
+def _hint(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    if known and len(known) <= 6:
+        return f" (known: {', '.join(known)})"
+    return ""
+
+
+def _child(node: object, part: int | str) -> object:
+    if isinstance(node, dict) and isinstance(part, str):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return node[part]
+    return None
+
+
+def describe(
+    model: type[BaseModel],
+    data: object,
+    errors: Sequence[ErrorDetails],
+    where: str,
+    whole_file: bool = False,
+) -> str:
+    """The first of pydantic's ``errors`` as one line: ``where``, the entry, the key, what was
+    wrong, what was given."""
+    error = _first(errors)
+    loc = error["loc"]
+    places: list[str] = [where]
+    path: list[str] = []
+    node = data
+    for part in loc:
+        if isinstance(part, int):
+            places.append(entry_label(".".join(path), part + 1, _child(node, part)))
+            path = []
+        else:
+            path.append(part)
+        node = _child(node, part)
+    place = ": ".join(places)
+    key = ".".join(path)
+    kind = error["type"]
+    given = f", got {_shown(error['input'])}"
+    if kind == "extra_forbidden":
+        top = "top-level " if whole_file and len(loc) == 1 else ""
+        return f"{place}: unknown {top}key {key!r}{_hint(path[-1], _keys_at(model, loc[:-1]))}"
+    if kind == "missing":
+        return f"{place}: missing key {key!r}"
+    if kind == "value_error":  # a cross-field rule of the model: its own one-line message
+        message = " ".join(str(error.get("ctx", {}).get("error", error["msg"])).split())
+        return f"{place}: {key}: {message}" if key else f"{place}: {message}"
+    subject = f"key {key!r} " if key else ""
+    if kind == _VALUE_ERROR:
+        return f"{place}: {subject}{error['msg']}{given}"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"{place}: {subject}must be a table{given}"
+    if kind == "list_type":
+        return f"{place}: {subject}must be a list of tables{given}"
+    return f"{place}: {subject}{error['msg'].lower()}{given}"
