@@ -14,6 +14,7 @@ import pytest
 
 from hwadvisor.catalog import CatalogError, find_gpu_peak, load_catalog
 from hwadvisor.catalog.schema import DataModel, OptPositive, Text, load_table
+from hwadvisor.workloads import WorkloadError, load_workloads
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -171,3 +172,92 @@ source = "a future datasheet"
     found = find_gpu_peak("NVIDIA Zephyr Z100", catalog=rows)
     assert found is not None and found.name == "Zephyr Z100"
     assert found.bf16_tflops == 1234.5 and found.gpu_class == "datacenter"
+
+
+# --------------------------------------------------------------------------------------------
+# workloads.toml
+
+_WORKLOADS = """
+[bytes_per_parameter]
+fp32 = 16
+bf16 = 18
+
+[[workload]]
+name = "tiny-cnn"
+description = "a small conv net"
+kind = "conv"
+parameters = 1_000_000
+flops_per_sample = 1e9
+samples = 10_000
+epochs = 2
+batch_size = 32
+precision = "fp32"
+source = "made up"
+
+[[workload]]
+name = "tiny-lm"
+description = "a small language model"
+kind = "transformer"
+parameters = 10_000_000
+flops_per_token = 6e7
+tokens = 1_000_000
+sequence_length = 256
+layers = 4
+hidden = 256
+heads = 4
+epochs = 1
+precision = "bf16"
+source = "made up"
+
+[workload.efficiency]
+cpu = 0.2
+datacenter-gpu = 0.5
+"""
+
+
+def _workloads(tmp_path: Path, old: str, new: str, *parts: str) -> str:
+    text = _change(_WORKLOADS, old, new)
+    return _refused(tmp_path, load_workloads, text, WorkloadError, *parts)
+
+
+def test_a_good_workloads_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "workloads.toml"
+    path.write_text(_WORKLOADS, encoding="utf-8")
+    cnn, lm = load_workloads(path)
+    assert (cnn.name, cnn.bytes_per_parameter, cnn.batch_size) == ("tiny-cnn", 16.0, 32)
+    assert (lm.bytes_per_parameter, lm.has_shape) == (18.0, True)
+    assert lm.efficiency == (("cpu", 0.2), ("datacenter-gpu", 0.5))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("heads = 4", "head = 4", "unknown key 'head' (did you mean 'heads'?)"),
+        ('source = "made up"\n\n[workload', "\n[workload", "missing key 'source'"),
+        ("layers = 4", 'layers = "4"', "key 'layers' must be a positive whole number, got '4'"),
+        ("layers = 4", "layers = 4.5", "key 'layers' must be a positive whole number, got 4.5"),
+        ("epochs = 1", "epochs = true", "key 'epochs' must be a positive number, got true"),
+        ("epochs = 1", "epochs = nan", "key 'epochs' must be a positive number, got nan"),
+        ("tokens = 1_000_000", "tokens = inf", "key 'tokens' must be a positive whole number"),
+        ("epochs = 1", "epochs = -1", "key 'epochs' must be a positive number, got -1"),
+        ('"bf16"', '"int8"', "key 'precision' must be one of fp32, tf32, bf16, fp16, got 'int8'"),
+        ("cpu = 0.2", "cpu = 1.5", "key 'efficiency.cpu' must be a fraction in (0, 1], got 1.5"),
+        ("cpu = 0.2", "tpu = 0.2", "unknown key 'efficiency.tpu'"),
+        ("sequence_length = 256\n", "", ": a transformer shape needs sequence_length"),
+        ("heads = 4", "heads = 400", ": heads (400) cannot exceed hidden (256)"),
+        ("tokens = 1_000_000", "samples = 10", ": give either flops_per_sample with samples"),
+    ],
+)
+def test_bad_workloads_name_file_entry_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    _workloads(tmp_path, old, new, "[[workload]] entry 2 ('tiny-lm'): ", expected)
+
+
+def test_workloads_file_level_rules(tmp_path: Path) -> None:
+    _workloads(tmp_path, '"tiny-lm"', '"tiny-cnn"', "workload 'tiny-cnn' appears more than once")
+    _workloads(tmp_path, "bf16 = 18", "bf16 = 0", "key 'bytes_per_parameter.bf16' must be a")
+    _workloads(tmp_path, "bf16 = 18", "int8 = 1", "unknown key 'bytes_per_parameter.int8'")
+    top = "[bytes_per_parameter]"
+    _workloads(tmp_path, top, f"title = 'x'\n{top}", "unknown top-level key 'title'")
+    _refused(tmp_path, load_workloads, "", WorkloadError, "no [[workload]] tables")

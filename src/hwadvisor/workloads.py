@@ -11,10 +11,29 @@ import difflib
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, model_validator
 
 from hwadvisor.catalog.peaks import GpuPeak, peak_for
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.schema import (
+    DataModel,
+    Flag,
+    OptFraction,
+    OptPositive,
+    OptPositiveWhole,
+    OptText,
+    Positive,
+    PositiveWhole,
+    Text,
+    Whole,
+    choice,
+    load_toml,
+    read_text,
+    unique,
+)
+from hwadvisor.catalog.toml import packaged_text
 
 __all__ = [
     "DEVICE_CLASSES",
@@ -149,9 +168,12 @@ class Estimate:
 # Loading
 
 
-def load_workloads() -> list[Workload]:
-    """The packaged presets, in file order."""
-    return list(_default_workloads())
+def load_workloads(path: Path | None = None) -> list[Workload]:
+    """The presets in file order: the packaged ``workloads.toml`` (cached) or the file at
+    ``path``."""
+    if path is None:
+        return list(_default_workloads())
+    return _parse_workloads(read_text(path, WorkloadError), str(path))
 
 
 @lru_cache(maxsize=1)
@@ -159,140 +181,119 @@ def _default_workloads() -> tuple[Workload, ...]:
     return tuple(_parse_workloads(packaged_text(WORKLOADS_RESOURCE), WORKLOADS_RESOURCE))
 
 
+class _Efficiency(DataModel):
+    """``[workload.efficiency]``: the fraction of peak a real run reaches, by device class."""
+
+    cpu: OptFraction = None
+    consumer_gpu: OptFraction = Field(None, alias="consumer-gpu")
+    datacenter_gpu: OptFraction = Field(None, alias="datacenter-gpu")
+
+    def pairs(self) -> tuple[tuple[str, float], ...]:
+        given = zip(DEVICE_CLASSES, (self.cpu, self.consumer_gpu, self.datacenter_gpu), strict=True)
+        return tuple((device, value) for device, value in given if value is not None)
+
+
+class _BytesPerParameter(DataModel):
+    """``[bytes_per_parameter]``: weights + gradients + optimizer states per trained parameter."""
+
+    fp32: Positive = DEFAULT_BYTES_PER_PARAMETER["fp32"]
+    tf32: Positive = DEFAULT_BYTES_PER_PARAMETER["tf32"]
+    bf16: Positive = DEFAULT_BYTES_PER_PARAMETER["bf16"]
+    fp16: Positive = DEFAULT_BYTES_PER_PARAMETER["fp16"]
+
+
+class _WorkloadRow(DataModel):
+    """One ``[[workload]]`` table; a preset that cannot be estimated is refused."""
+
+    name: Text
+    description: Text
+    kind: Annotated[str, choice(*KINDS)]
+    precision: Annotated[str, choice(*TRAINING_PRECISIONS)]
+    source: Text
+    notes: OptText = None
+    parameters: Whole
+    epochs: Positive
+    batch_size: PositiveWhole = 1
+    trainable_parameters: OptPositiveWhole = None
+    flops_per_sample: OptPositive = None
+    flops_per_token: OptPositive = None
+    samples: OptPositiveWhole = None
+    tokens: OptPositiveWhole = None
+    sequence_length: OptPositiveWhole = None
+    layers: OptPositiveWhole = None
+    hidden: OptPositiveWhole = None
+    heads: OptPositiveWhole = None
+    vocab_size: OptPositiveWhole = None
+    flash_attention: Flag = False
+    frozen_bytes_per_parameter: OptPositive = None
+    activation_bytes_per_sample: OptPositive = None
+    activation_bytes_per_token: OptPositive = None
+    cpu_core_seconds: OptPositive = None
+    efficiency: _Efficiency = Field(default_factory=lambda: _Efficiency.model_validate({}))
+
+    def workload(self, bytes_per_parameter: float) -> Workload:
+        fields = self.model_dump(exclude={"efficiency", "notes"}, exclude_none=True)
+        return Workload(
+            **fields,
+            notes=self.notes or "",
+            efficiency=self.efficiency.pairs(),
+            bytes_per_parameter=bytes_per_parameter,
+        )
+
+    @model_validator(mode="after")
+    def _estimable(self) -> _WorkloadRow:
+        problem = _problem(self.workload(DEFAULT_BYTES_PER_PARAMETER[self.precision]))
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class _WorkloadsFile(DataModel):
+    bytes_per_parameter: _BytesPerParameter = Field(default_factory=_BytesPerParameter)
+    workload: list[_WorkloadRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rows(self) -> _WorkloadsFile:
+        if not self.workload:
+            raise ValueError("no [[workload]] tables")
+        unique((row.name for row in self.workload), "workload")
+        return self
+
+
 def _parse_workloads(text: str, origin: str) -> list[Workload]:
-    data = parse_toml(text, origin, WorkloadError)
-    table = data.get("bytes_per_parameter", DEFAULT_BYTES_PER_PARAMETER)
-    if not isinstance(table, dict):
-        raise WorkloadError(f"{origin}: [bytes_per_parameter] must be a table")
-    bytes_table = {
-        str(k): _number(v, f"{origin}: bytes_per_parameter.{k}") for k, v in table.items()
-    }
-    rows = data.get("workload")
-    if not isinstance(rows, list) or not rows:
-        raise WorkloadError(f"{origin}: no [[workload]] tables")
-    workloads = [_parse_row(row, i, origin, bytes_table) for i, row in enumerate(rows, start=1)]
-    names = [w.name for w in workloads]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise WorkloadError(f"{origin}: workload {duplicates[0]!r} appears more than once")
-    return workloads
-
-
-def _number(value: Any, where: str) -> float:
-    # bool is an int in Python: `epochs = true` is a mistake, not a 1.
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise WorkloadError(f"{where} must be a non-negative number, got {value!r}")
-    return float(value)
-
-
-_INT_KEYS = (
-    "parameters",
-    "trainable_parameters",
-    "samples",
-    "tokens",
-    "sequence_length",
-    "layers",
-    "hidden",
-    "heads",
-    "vocab_size",
-)
-_FLOAT_KEYS = (
-    "flops_per_sample",
-    "flops_per_token",
-    "frozen_bytes_per_parameter",
-    "activation_bytes_per_sample",
-    "activation_bytes_per_token",
-    "cpu_core_seconds",
-)
-_TEXT_KEYS = ("name", "description", "kind", "precision", "source", "notes")
-_KNOWN_KEYS = frozenset(
-    (*_INT_KEYS, *_FLOAT_KEYS, *_TEXT_KEYS, "epochs", "batch_size", "efficiency", "flash_attention")
-)
-
-
-def _parse_row(row: Any, index: int, origin: str, bytes_table: dict[str, float]) -> Workload:
-    where = f"{origin}: [[workload]] entry {index}"
-    if not isinstance(row, dict):
-        raise WorkloadError(f"{where}: is not a table")
-    if isinstance(row.get("name"), str):
-        where = f"{where} ({row['name']!r})"
-    for key in row:
-        if key not in _KNOWN_KEYS:
-            raise WorkloadError(f"{where}: unknown key {key!r}")
-    for key in ("name", "description", "kind", "precision", "source", "parameters", "epochs"):
-        if key not in row:
-            raise WorkloadError(f"{where}: missing key {key!r}")
-    for key in _TEXT_KEYS:
-        if key in row and (not isinstance(row[key], str) or not row[key].strip()):
-            raise WorkloadError(f"{where}: key {key!r} must be non-empty text")
-    fields: dict[str, Any] = {k: row[k] for k in _TEXT_KEYS if k in row}
-    for key in _INT_KEYS:
-        if key in row:
-            fields[key] = int(_number(row[key], f"{where}: key {key!r}"))
-    for key in _FLOAT_KEYS:
-        if key in row:
-            fields[key] = _number(row[key], f"{where}: key {key!r}")
-    fields["epochs"] = _number(row["epochs"], f"{where}: key 'epochs'")
-    if "flash_attention" in row:
-        if not isinstance(row["flash_attention"], bool):
-            raise WorkloadError(f"{where}: key 'flash_attention' must be true or false")
-        fields["flash_attention"] = row["flash_attention"]
-    fields["batch_size"] = int(_number(row.get("batch_size", 1), f"{where}: key 'batch_size'"))
-    efficiency = row.get("efficiency", {})
-    if not isinstance(efficiency, dict):
-        raise WorkloadError(f"{where}: key 'efficiency' must be a table")
-    pairs = []
-    for device_class, value in efficiency.items():
-        if device_class not in DEVICE_CLASSES:
-            raise WorkloadError(f"{where}: unknown device class {device_class!r} in efficiency")
-        fraction = _number(value, f"{where}: efficiency.{device_class}")
-        if not 0 < fraction <= 1:
-            raise WorkloadError(f"{where}: efficiency.{device_class} must be in (0, 1]")
-        pairs.append((device_class, fraction))
-    fields["efficiency"] = tuple(pairs)
-    precision = fields["precision"]
-    if precision not in bytes_table:
-        raise WorkloadError(f"{where}: no bytes_per_parameter for precision {precision!r}")
-    fields["bytes_per_parameter"] = bytes_table[precision]
-    try:
-        workload = Workload(**fields)
-    except TypeError as exc:  # a key of the wrong kind reached the constructor
-        raise WorkloadError(f"{where}: {exc}") from exc
-    check_workload(workload, where)
-    return workload
+    data = load_toml(_WorkloadsFile, text, origin, WorkloadError)
+    return [row.workload(getattr(data.bytes_per_parameter, row.precision)) for row in data.workload]
 
 
 def check_workload(w: Workload, where: str) -> None:
     """Raise WorkloadError for a workload that cannot be estimated (one-line message)."""
+    problem = _problem(w)
+    if problem:
+        raise WorkloadError(f"{where}: {problem}")
+
+
+def _problem(w: Workload) -> str | None:
+    """Why ``w`` cannot be estimated, in one line, or None."""
     if w.kind not in KINDS:
-        raise WorkloadError(f"{where}: kind must be one of {', '.join(KINDS)}, got {w.kind!r}")
+        return f"kind must be one of {', '.join(KINDS)}, got {w.kind!r}"
     if w.precision not in TRAINING_PRECISIONS:
-        raise WorkloadError(
-            f"{where}: precision must be one of {', '.join(TRAINING_PRECISIONS)}, "
-            f"got {w.precision!r}"
-        )
+        return f"precision must be one of {', '.join(TRAINING_PRECISIONS)}, got {w.precision!r}"
     if w.epochs <= 0 or w.batch_size <= 0:
-        raise WorkloadError(f"{where}: epochs and batch_size must be positive")
+        return "epochs and batch_size must be positive"
     if w.kind == "classical":
-        if not w.cpu_core_seconds:
-            raise WorkloadError(f"{where}: classical work needs cpu_core_seconds")
-        return
+        return None if w.cpu_core_seconds else "classical work needs cpu_core_seconds"
     if w.parameters <= 0:
-        raise WorkloadError(f"{where}: parameters must be positive")
-    _check_shape(w, where)
+        return "parameters must be positive"
+    shape = _shape_problem(w)
+    if shape:
+        return shape
     per_sample = bool(w.flops_per_sample and w.samples)
     per_token = bool(w.flops_per_token and w.tokens)
     if per_sample == per_token:
-        raise WorkloadError(
-            f"{where}: give either flops_per_sample with samples, or flops_per_token with tokens"
-        )
+        return "give either flops_per_sample with samples, or flops_per_token with tokens"
     if total_training_flops(w) > MAX_TOTAL_FLOPS:
-        raise WorkloadError(f"{where}: over {MAX_TOTAL_FLOPS:.0e} FLOPs in total, surely a typo")
+        return f"over {MAX_TOTAL_FLOPS:.0e} FLOPs in total, surely a typo"
+    return None
 
 
 #: Beyond these a shape is a typo (the largest published models have ~200 layers, hidden ~30k).
@@ -300,22 +301,18 @@ _MAX_LAYERS = 100_000
 _MAX_HIDDEN = 1_000_000
 
 
-def _check_shape(w: Workload, where: str) -> None:
+def _shape_problem(w: Workload) -> str | None:
     """A shape is all of layers, hidden and heads (with a sequence length), or none of them."""
     given = [k for k in ("layers", "hidden", "heads") if getattr(w, k) is not None]
     if not given:
-        return
+        return None
     if len(given) < 3:
         missing = ", ".join(k for k in ("layers", "hidden", "heads") if k not in given)
-        raise WorkloadError(
-            f"{where}: a model shape needs layers, hidden and heads ({missing} missing)"
-        )
+        return f"a model shape needs layers, hidden and heads ({missing} missing)"
     if w.kind != "transformer":
-        raise WorkloadError(
-            f"{where}: layers/hidden/heads describe a transformer, not {w.kind} work"
-        )
+        return f"layers/hidden/heads describe a transformer, not {w.kind} work"
     if not w.sequence_length:
-        raise WorkloadError(f"{where}: a transformer shape needs sequence_length")
+        return "a transformer shape needs sequence_length"
     assert w.layers is not None and w.hidden is not None and w.heads is not None
     for label, value, top in (
         ("layers", w.layers, _MAX_LAYERS),
@@ -323,9 +320,10 @@ def _check_shape(w: Workload, where: str) -> None:
         ("heads", w.heads, _MAX_HIDDEN),
     ):
         if not 0 < value <= top:
-            raise WorkloadError(f"{where}: {label} must be between 1 and {top:,}, got {value}")
+            return f"{label} must be between 1 and {top:,}, got {value}"
     if w.heads > w.hidden:
-        raise WorkloadError(f"{where}: heads ({w.heads}) cannot exceed hidden ({w.hidden})")
+        return f"heads ({w.heads}) cannot exceed hidden ({w.hidden})"
+    return None
 
 
 def get_workload(name: str) -> Workload:
@@ -444,7 +442,9 @@ def custom_workload(
         vocab_size=None if vocab_size is None else int(vocab_size),
         flash_attention=bool(flash_attention),
     )
-    _check_shape(workload, "custom workload")
+    shape = _shape_problem(workload)
+    if shape:
+        raise WorkloadError(f"custom workload: {shape}")
     # The total, not each figure, is what a typo blows up (1e12 samples × 1e20 FLOPs).
     total = total_training_flops(workload)
     if not math.isfinite(total) or total > MAX_TOTAL_FLOPS:
