@@ -169,18 +169,95 @@ def test_default_user_is_current_user(monkeypatch: pytest.MonkeyPatch) -> None:
     assert f" {USER} " not in (redacted.nvml.message or "")
 
 
-def test_redact_text_second_pass() -> None:
+def test_more_spellings_of_identifiers() -> None:
     profile = seeded_profile()
-    secrets = redact.profile_secrets(profile, users=[USER])
-    html = (
-        f"<td>{HOST}</td><td>{SERIALS[1]}</td><td>{GPU_UUIDS[0]}</td><td>{MAC}</td>"
-        f"<td>{IPV4}</td><td>/home/{USER}/x</td><td>{BUS_ID}</td><td>535.104.05</td>"
+    assert profile.nvml.message is not None
+    profile.nvml.message += (
+        " mail lab.example.org and example.org; cisco 001a.2b3c.4d7f bare 001A2B3C4D8F; "
+        "/scratch/carol/data then carol again; 137438953472 bytes; sha 0123456789ab0123456789ab"
     )
-    out = redact.redact_text(html, secrets, "s")
-    for value in (HOST, SERIALS[1], GPU_UUIDS[0], MAC, IPV4, USER):
-        assert value not in out
-    assert BUS_ID in out and "535.104.05" in out
-    assert redact.redact_text(html, secrets, "s") == out
+    profile.storage.path = Fact(value="/home/carol/x", source=Source.OS)
+    dumped = redact.redact_profile(profile, "s", users=[]).model_dump_json()
+    for value in ("lab.example.org", "example.org", "001a.2b3c.4d7f", "001A2B3C4D8F", "carol"):
+        assert value not in dumped, value
+    # Not a MAC: a plain number, and 12 hex digits inside a longer hex run.
+    assert "137438953472" in dumped and "0123456789ab0123456789ab" in dumped
+    # Every spelling of one MAC is one token.
+    r = redact.redact_profiles([seeded_profile()], "s")[0]
+    a = redact._Redactor("s", {}).text("3c:ec:ef:12:34:56")
+    assert (
+        a
+        == redact._Redactor("s", {}).text("3cec.ef12.3456")
+        == redact._Redactor("s", {}).text("3CECEF123456")
+    )
+    assert r.host.hostname.value is not None
+
+
+@pytest.mark.parametrize("host", ["td", "style", "data.lab.example.org", "vm", "the", "node"])
+def test_a_host_named_like_markup_or_a_word_leaves_the_report_whole(
+    tmp_path: Path, host: str
+) -> None:
+    from hwadvisor.render.report import write_reports
+
+    profile = seeded_profile()
+    profile.host.hostname = Fact(value=host, source=Source.OS)
+    profile.findings[0].detail = "running in a VM; the node GPU data is fine"
+    plain = write_reports(profile, folder=tmp_path / "a", stem="r", formats=["html"], redact=False)
+    red = write_reports(profile, folder=tmp_path / "b", stem="r", formats=["html"], redact=True)
+    before = plain.files[0].read_text(encoding="utf-8")
+    after = red.files[0].read_text(encoding="utf-8")
+    # The markup is untouched: every table cell, the CSS and the charts survive.
+    for marker in ("<td", "<style", "</style>", "data:image/svg+xml"):
+        assert before.count(marker) == after.count(marker), marker
+    assert "running in a VM; the node GPU data is fine" in before
+    assert "running in a VM; the node GPU data is fine" in after
+    assert f">{host}<" not in after  # the host field itself is a token
+
+
+def test_diff_redacts_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.cli import main
+    from hwadvisor.render.jsonio import to_json
+
+    monkeypatch.setenv("HWADVISOR_REDACT_SALT", "private")
+    a, b = seeded_profile(), seeded_profile()
+    b.nvml.message = f"now on {HOST} at 10.9.8.7 by {USER}"
+    pa = tmp_path / f"{HOST}-a.json"
+    pb = tmp_path / f"{HOST}-b.json"
+    pa.write_text(to_json(a), encoding="utf-8")
+    pb.write_text(to_json(b), encoding="utf-8")
+    out_json = tmp_path / "d.json"
+    html = tmp_path / "d.html"
+    code = main(
+        ["diff", str(pa), str(pb), "--redact", "--json", str(out_json), "--html", str(html)]
+    )
+    term = capsys.readouterr().out
+    assert code == 0
+    for text in (term, out_json.read_text(encoding="utf-8"), html.read_text(encoding="utf-8")):
+        for value in (HOST, "gpu-node-17", "10.9.8.7", IPV4, MAC, SERIALS[0], GPU_UUIDS[0]):
+            assert value not in text, value
+    # Without --redact the terminal shows the names; the PDF would still be redacted.
+    assert main(["diff", str(pa), str(pb)]) == 0
+    assert HOST in capsys.readouterr().out
+
+
+def test_redacting_without_a_kept_salt_warns_and_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.cli import main
+
+    monkeypatch.delenv("HWADVISOR_REDACT_SALT", raising=False)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # a read-only or missing config home
+    monkeypatch.setattr(redact, "_EPHEMERAL", [])
+    source = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+    code = main(["import", str(source), "--redact", "--json", "-"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "one-off salt" in captured.err and "HWADVISOR_REDACT_SALT" in captured.err
+    assert captured.out.startswith("{")
 
 
 def test_salt_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -195,7 +272,7 @@ def test_salt_created_once_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     first = redact.default_salt()
     assert first == redact.default_salt()
-    assert len(first) >= 32 and first != redact.FALLBACK_SALT
+    assert len(first) >= 32
     path = tmp_path / "hwadvisor" / "redact-salt"
     if os.name == "posix":
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -207,6 +284,9 @@ def test_salt_fallback_when_unwritable(monkeypatch: pytest.MonkeyPatch, tmp_path
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # works as root too
     salt, warning = redact.resolve_salt()
-    assert salt == redact.FALLBACK_SALT
+    # Never a fixed, public salt (a token would reverse with one sha256): random, this run only.
+    assert len(salt) >= 32 and salt != "hwadvisor-redact-fallback-salt-v1"
     assert warning is not None and "HWADVISOR_REDACT_SALT" in warning
-    assert redact.default_salt() == redact.FALLBACK_SALT
+    assert "will not match other runs" in warning
+    assert redact.default_salt() == salt  # the same all through one run
+    assert redact.salt_warning() == warning

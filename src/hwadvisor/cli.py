@@ -233,11 +233,14 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
 
     from hwadvisor.errors import OutputError
     from hwadvisor.pipeline import is_degraded
-    from hwadvisor.redact import default_salt, redact_profile
+    from hwadvisor.redact import default_salt, redact_profile, salt_warning
     from hwadvisor.render.jsonio import to_json, write_new_file
     from hwadvisor.render.report import write_reports
 
     degraded = is_degraded(profile)
+    if how.redact and how.json_out is not None and (why := salt_warning()):
+        err.print(f"[yellow]{_escape(why)}[/yellow]")
+        degraded = True
     if how.json_out == "-":
         shown = redact_profile(profile, default_salt()) if how.redact else profile
         sys.stdout.write(to_json(shown))
@@ -658,6 +661,7 @@ def diff(
             "--pdf", metavar="PATH", dir_okay=False, help="Also write the comparison as PDF."
         ),
     ] = None,
+    redact: RedactOpt = None,
 ) -> None:
     """Compare two scans: what changed in hardware and stack, each benchmark's ratio, and
     whether the scenario verdict changed."""
@@ -665,11 +669,30 @@ def diff(
 
     from hwadvisor.diff import diff_profiles
     from hwadvisor.model.load import load_profile
+    from hwadvisor.redact import default_salt, redact_label, redact_profiles, salt_warning
     from hwadvisor.render.diff_console import render_diff
     from hwadvisor.render.jsonio import to_json, write_new_file
 
     a, b = load_profile(before), load_profile(after)
-    result = diff_profiles(a, b, a_label=before.name, b_label=after.name)
+
+    def compared(redacted: bool) -> Any:
+        if not redacted:
+            return diff_profiles(a, b, a_label=before.name, b_label=after.name)
+        salt = default_salt()
+        ra, rb = redact_profiles([a, b], salt)
+        return diff_profiles(
+            ra,
+            rb,
+            a_label=redact_label(before.name, [a, b], salt),
+            b_label=redact_label(after.name, [a, b], salt),
+        )
+
+    # As for reports: --redact redacts every output, --no-redact none, and by default the PDF,
+    # the file that leaves the building.
+    result = compared(bool(redact))
+    warn = salt_warning() if (redact or (redact is None and pdf is not None)) else None
+    if warn:
+        _stderr().print(f"[yellow]{_escape(warn)}[/yellow]")
     if json_out == "-":
         sys.stdout.write(to_json(result))
     else:
@@ -683,13 +706,15 @@ def diff(
         env = environment()
         # The shared page layout: paper, running header date and tool version.
         env.globals.update(paper="A4", date=result.b_created[:10], tool_version=__version__)
-        page = render_diff_html(result, env)
         if html is not None:
-            write_new_file(html, page)
+            write_new_file(html, render_diff_html(result, env))
         if pdf is not None:
             from hwadvisor.render.pdf import render_pdf
 
-            write_new_file(pdf, render_pdf(page))
+            shown = result if redact is not None else compared(True)
+            write_new_file(pdf, render_pdf(render_diff_html(shown, env)))
+    if warn:
+        raise typer.Exit(ExitStatus.DEGRADED)
 
 
 @app.command()

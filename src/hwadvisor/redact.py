@@ -8,7 +8,8 @@ the same token), while a different salt gives unrelated tokens.
 Replaced: the host name and machine id; every GPU serial and UUID (NVML, MIG, torch); and, in
 every string anywhere in the profile, IPv4/IPv6 addresses, MAC addresses, UUIDs (also with
 ``GPU-``/``MIG-`` prefixes), the user part of home-folder paths (``/home/<user>``,
-``/Users/<user>``, ``C:\\Users\\<user>``), the user names given and host names. Kept: PCI bus ids
+``/Users/<user>``, ``C:\\Users\\<user>``), the user names given or seen in home paths, host
+names and their domains. Kept: PCI bus ids
 (``00000000:17:00.0``), version strings (``12.4``, ``535.104.05``), model names, numbers.
 """
 
@@ -26,9 +27,6 @@ from typing import Any
 
 from hwadvisor.model.profile import Profile
 
-#: Used only when no salt can be stored (read-only home): tokens are then comparable across every
-#: installation in the same situation, which is weaker; :func:`resolve_salt` says so.
-FALLBACK_SALT = "hwadvisor-redact-fallback-salt-v1"
 SALT_ENV = "HWADVISOR_REDACT_SALT"
 PREFIX = "redacted-"
 
@@ -39,6 +37,14 @@ _UUID_RE = re.compile(
 # Six pairs with one consistent separator, not inside a longer hex/colon/dot run (bus ids).
 _MAC_RE = re.compile(
     rf"(?<![{_HEX}:.-])[{_HEX}]{{2}}([:-])[{_HEX}]{{2}}(?:\1[{_HEX}]{{2}}){{4}}(?![{_HEX}:.-])"
+)
+# Cisco's dotted form (001a.2b3c.4d7f) and a bare 12-digit MAC (001A2B3C4D8F: at least one
+# letter and one digit, so that a plain 12-digit number is never taken for one).
+_MAC_DOTTED_RE = re.compile(
+    rf"(?<![{_HEX}:.-])[{_HEX}]{{4}}\.[{_HEX}]{{4}}\.[{_HEX}]{{4}}(?![{_HEX}:.-])"
+)
+_MAC_BARE_RE = re.compile(
+    rf"(?<![{_HEX}])(?=[{_HEX}]{{0,11}}[A-Fa-f])(?=[{_HEX}]{{0,11}}\d)[{_HEX}]{{12}}(?![{_HEX}])"
 )
 # Candidates only: every match is checked with ipaddress before it is replaced.
 _IPV6_RE = re.compile(
@@ -53,14 +59,30 @@ _REDACTED_RE = re.compile(rf"^{PREFIX}[0-9a-f]{{10}}$")
 #: misread them (an IPv4-like 4-part version such as cuDNN "8.9.2.26").
 _ENUM_KEYS = frozenset({"source", "status", "severity", "backend", "schema_version"})
 _NO_IPV4_KEY_PARTS = ("version", "kernel")
-#: Names too common to be identifying, never replaced as free text.
-_NOT_SECRET = frozenset({"", "localhost", "root", "user", "admin", "none", "unknown"})
+#: Names too common to be identifying, never replaced as free text (the field holding the
+#: name is still replaced): a host called "node", "vm" or "gpu" must not turn "in a VM" or "the
+#: GPU" in every sentence into tokens.
+_COMMON_WORDS = (
+    "a an and are as at be by for from in is it of on or the to with "
+    "box cluster compute cpu cpus cuda data default dev device disk gpu gpus head host lab linux "
+    "local login machine main master memory node nodes nvidia server test torch vm vms worker "
+    "workstation"
+)
+_NOT_SECRET = frozenset(
+    {"", "localhost", "root", "user", "admin", "none", "unknown", *_COMMON_WORDS.split()}
+)
 
 
 def token(salt: str, kind: str, value: str) -> str:
     """The stable replacement for ``value``: ``redacted-`` + 10 hex digits of sha256."""
     digest = hashlib.sha256((salt + kind + value).encode("utf-8", "surrogatepass")).hexdigest()
     return PREFIX + digest[:10]
+
+
+def _mac(text: str) -> str:
+    """One spelling of a MAC address whatever the notation, so each gives the same token."""
+    digits = re.sub(f"[^{_HEX}]", "", text).lower()
+    return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
 
 
 def _is_ipv6(candidate: str) -> bool:
@@ -98,7 +120,9 @@ class _Redactor:
         if not text or _REDACTED_RE.match(text):
             return text
         text = _UUID_RE.sub(lambda m: self.tok("uuid", m.group(0).lower()), text)
-        text = _MAC_RE.sub(lambda m: self.tok("mac", m.group(0).lower().replace("-", ":")), text)
+        text = _MAC_RE.sub(lambda m: self.tok("mac", _mac(m.group(0))), text)
+        text = _MAC_DOTTED_RE.sub(lambda m: self.tok("mac", _mac(m.group(0))), text)
+        text = _MAC_BARE_RE.sub(lambda m: self.tok("mac", _mac(m.group(0))), text)
         text = _IPV6_RE.sub(
             lambda m: self.tok("ip", m.group(0).lower()) if _is_ipv6(m.group(0)) else m.group(0),
             text,
@@ -144,8 +168,34 @@ def _fact_value(fact: Any) -> str | None:
 
 
 def _hostnames(name: str) -> list[str]:
-    short = name.split(".", 1)[0]
-    return [name, short] if short != name else [name]
+    """The name, its short form, and its domain ("node1.lab.example.org": "node1",
+    "lab.example.org" and "example.org"), which identify the organisation as much as the host."""
+    labels = [part for part in name.split(".") if part]
+    out = [name]
+    if len(labels) > 1:
+        out.append(labels[0])
+        for start in range(1, len(labels) - 1):
+            out.append(".".join(labels[start:]))
+    return out
+
+
+def _home_users(data: Any) -> list[str]:
+    """User names seen in home-folder paths anywhere in a dumped profile: they are redacted
+    wherever else they appear too (an imported profile's user is not this machine's)."""
+    found: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+        elif isinstance(node, str):
+            found.update(m.group(2) for m in _HOME_RE.finditer(node))
+
+    visit(data)
+    return sorted(found)
 
 
 def _collect(profile: Profile) -> dict[str, list[str]]:
@@ -175,11 +225,6 @@ def profile_secrets(profile: Profile, users: list[str] | None = None) -> list[st
     return _usable(values)
 
 
-def identifying_values(profile: Profile, users: list[str] | None = None) -> list[str]:
-    """Alias of :func:`profile_secrets` (the name the report writer uses)."""
-    return profile_secrets(profile, users)
-
-
 def _replace_fact(section: dict[str, Any], field: str, new: str) -> None:
     fact = section.get(field)
     if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
@@ -191,16 +236,40 @@ def redact_profile(profile: Profile, salt: str, users: list[str] | None = None) 
 
     ``users`` are the user names to hide in free text (default: the current user).
     """
-    found = _collect(profile)
-    users = users if users is not None else _current_users()
-    literals = {
-        "hostname": found["hostname"],
-        "machine-id": found["machine-id"],
-        "serial": found["serial"],
-        "uuid": found["uuid"],
-        "user": list(users),
+    return redact_profiles([profile], salt, users)[0]
+
+
+def redact_profiles(
+    profiles: list[Profile], salt: str, users: list[str] | None = None
+) -> list[Profile]:
+    """:func:`redact_profile` for several profiles at once, each value of any of them replaced
+    in all of them (``diff`` shows two machines side by side)."""
+    redactor = _redactor_for(profiles, salt, users)
+    return [_redact_one(p, redactor) for p in profiles]
+
+
+def redact_label(text: str, profiles: list[Profile], salt: str) -> str:
+    """A label shown beside redacted profiles (a file name such as ``node1-20261121.json``)
+    with the same replacements."""
+    return _redactor_for(profiles, salt, None).text(text)
+
+
+def _redactor_for(profiles: list[Profile], salt: str, users: list[str] | None) -> _Redactor:
+    literals: dict[str, list[str]] = {
+        "hostname": [],
+        "machine-id": [],
+        "serial": [],
+        "uuid": [],
+        "user": list(users if users is not None else _current_users()),
     }
-    redactor = _Redactor(salt, literals)
+    for profile in profiles:
+        for kind, values in _collect(profile).items():
+            literals[kind].extend(values)
+        literals["user"].extend(_home_users(profile.model_dump(mode="json")))
+    return _Redactor(salt, literals)
+
+
+def _redact_one(profile: Profile, redactor: _Redactor) -> Profile:
     data = profile.model_dump(mode="json")
 
     # Whole-value fields first, with their own kind, so the token does not depend on the text.
@@ -226,11 +295,6 @@ def redact_profile(profile: Profile, salt: str, users: list[str] | None = None) 
     return Profile.model_validate(redactor.walk(data))
 
 
-def redact_text(text: str, secrets: list[str], salt: str) -> str:
-    """Second pass over rendered output (HTML): the same patterns plus each value in ``secrets``."""
-    return _Redactor(salt, {"secret": list(secrets)}).text(text)
-
-
 # --------------------------------------------------------------------------------------------
 # Salt
 
@@ -240,11 +304,17 @@ def _config_dir() -> Path:
     return Path(base) / "hwadvisor"
 
 
+#: The salt of this process when none can be stored: random, so that a token can never be
+#: reversed with a public string; tokens then differ from one run to the next (and say so).
+_EPHEMERAL: list[str] = []
+
+
 def resolve_salt() -> tuple[str, str | None]:
-    """The installation's salt and, when the fixed fallback had to be used, why.
+    """The installation's salt and, when it could not be kept, why.
 
     Order: ``$HWADVISOR_REDACT_SALT``; else ``<XDG_CONFIG_HOME or ~/.config>/hwadvisor/redact-salt``
-    (created once, random, mode 0600); else :data:`FALLBACK_SALT` with a warning.
+    (created once, random, mode 0600); else a random salt for this run only, with a warning:
+    never a fixed one, which would let anyone reverse a token with one hash.
     """
     if env := os.environ.get(SALT_ENV):
         return env, None
@@ -270,12 +340,20 @@ def resolve_salt() -> tuple[str, str | None]:
             handle.write(salt + "\n")
         return salt, None
     except (OSError, RuntimeError) as exc:
-        return FALLBACK_SALT, (
-            f"redaction uses the fixed fallback salt: could not store a salt ({exc}); "
-            f"set {SALT_ENV} to a private value so tokens cannot be matched across installations"
+        if not _EPHEMERAL:
+            _EPHEMERAL.append(_secrets.token_hex(16))
+        return _EPHEMERAL[0], (
+            f"redaction used a one-off salt: none could be stored ({exc}), so this run's "
+            f"tokens will not match other runs'; set {SALT_ENV} to a private value to keep "
+            "them comparable"
         )
 
 
 def default_salt() -> str:
-    """The installation's salt (see :func:`resolve_salt` for the fallback and its warning)."""
+    """The installation's salt (see :func:`resolve_salt` for when it cannot be kept)."""
     return resolve_salt()[0]
+
+
+def salt_warning() -> str | None:
+    """Why redaction tokens of this run are not comparable with other runs', if they are not."""
+    return resolve_salt()[1]

@@ -69,13 +69,15 @@ def write_reports(
     ``source_text`` is the JSON the report is rendered from (a saved file's exact text); by
     default the profile's own JSON. Its SHA-256 goes into the report's appendix.
     """
-    from hwadvisor.redact import default_salt, redact_profile
+    from hwadvisor.redact import default_salt, redact_profile, salt_warning
 
     done = Written()
     stem = _free_stem(folder, stem, formats)
     salt = default_salt()
     redact_all = bool(redact)
     redact_pdf = redact is not False
+    if (redact_all or (redact_pdf and "pdf" in formats)) and (why := salt_warning()):
+        done.warnings.append(why)
     shown = redact_profile(profile, salt) if redact_all else profile
     json_text = to_json(shown) if redact_all or source_text is None else source_text
     if "json" in formats:
@@ -85,14 +87,14 @@ def write_reports(
         done.files.append(
             write_new_file(
                 folder / f"{stem}.html",
-                _html(shown, profile, sha, paper, template_dir, redact_all, salt),
+                _html(shown, paper, template_dir, sha),
             )
         )
     if "pdf" in formats:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
         pdf_profile = redact_profile(profile, salt) if redact_pdf else profile
-        html = _html(pdf_profile, profile, sha, paper, template_dir, redact_pdf, salt)
+        html = _html(pdf_profile, paper, template_dir, sha)
         try:
             data = render_pdf(html)
         except PdfUnavailable as exc:
@@ -104,19 +106,13 @@ def write_reports(
 
 def _html(
     shown: Profile,
-    original: Profile,
-    sha: str,
     paper: str,
     template_dir: Path | None,
-    redacted: bool,
-    salt: str,
+    sha: str,
 ) -> str:
+    """The page for ``shown``: a redacted profile when the output is redacted. Redaction works
+    on the profile's values, never on the markup (a host called ``td`` or ``style`` must not
+    take table cells or CSS with it)."""
     from hwadvisor.render.html import render_html
 
-    html = render_html(shown, source_sha256=sha, paper=paper, template_dir=template_dir)
-    if redacted:
-        # A second pass over the rendered text, for identifiers that reached it some other way.
-        from hwadvisor.redact import identifying_values, redact_text
-
-        html = redact_text(html, identifying_values(original), salt)
-    return html
+    return render_html(shown, source_sha256=sha, paper=paper, template_dir=template_dir)
