@@ -499,5 +499,7 @@ def render_diff_html(diff: ProfileDiff, env: Environment) -> str:
     """
     if not _autoescapes(env, _TEMPLATE):
         raise ValueError("render_diff_html needs a jinja2 Environment with autoescape on")
-    template = env.get_template(_TEMPLATE)
-    return template.render(diff=diff, format_ratio=format_ratio, bench_label=bench_label)
+    from hwadvisor.render.html import render_template
+
+    context = {"diff": diff, "format_ratio": format_ratio, "bench_label": bench_label}
+    return render_template(env, _TEMPLATE, context)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hwadvisor.errors import InputError
 from hwadvisor.model.advice import Advice, HardwareEstimate
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
@@ -36,15 +37,38 @@ def _packaged_source(name: str) -> tuple[str, str | None, Callable[[], bool]] | 
     return resource.read_text(encoding="utf-8"), None, lambda: True
 
 
+def _directory_source(
+    folder: Path,
+) -> Callable[[str], tuple[str, str | None, Callable[[], bool]] | None]:
+    """A loader for an organization's template folder that reads through the one input reader
+    (regular files, a size cap: a named pipe in the folder cannot hang a report)."""
+    from jinja2.loaders import split_template_path
+
+    from hwadvisor.inputfile import read_input
+
+    def load(name: str) -> tuple[str, str | None, Callable[[], bool]] | None:
+        path = folder.joinpath(*split_template_path(name))  # refuses "../" escapes
+        if not path.exists():
+            return None
+        return read_input(path), str(path), lambda: True
+
+    return load
+
+
 def environment(template_dir: Path | None = None) -> Any:
-    """The Jinja2 environment: ``template_dir`` first (an organization's copy), then the bundle."""
+    """The Jinja2 environment: ``template_dir`` first (an organization's copy), then the bundle.
+
+    Sandboxed: a template reads the profile and calls the filters it is given, and nothing else
+    (no attribute walk to ``__globals__``, no method that changes data), so a template folder
+    handed around an organization cannot run code."""
     import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     loaders: list[jinja2.BaseLoader] = []
     if template_dir is not None:
-        loaders.append(jinja2.FileSystemLoader(str(template_dir)))
+        loaders.append(jinja2.FunctionLoader(_directory_source(template_dir)))
     loaders.append(jinja2.FunctionLoader(_packaged_source))
-    env = jinja2.Environment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("html", "j2", "htm", "xml"),
@@ -450,5 +474,37 @@ def render_html(
         "charts": _charts(profile),
         "facts": raw_facts(profile),
     }
-    text: str = env.get_template("report.html.j2").render(**context)
+    return render_template(env, "report.html.j2", context)
+
+
+def render_template(env: Any, name: str, context: dict[str, Any]) -> str:
+    """Render ``name``; a broken template (an organization's copy) is one input-error line
+    naming its file and line, never an internal error."""
+    import jinja2
+    from jinja2.sandbox import SecurityError
+
+    try:
+        text: str = env.get_template(name).render(**context)
+    except jinja2.TemplateSyntaxError as exc:
+        where = f"{exc.filename or exc.name or name}:{exc.lineno}"
+        raise InputError(f"template {where}: syntax error: {exc.message}") from exc
+    except SecurityError as exc:
+        raise InputError(
+            f"template {_template_line(exc, name)}: not allowed in a template: {exc}"
+        ) from exc
+    except jinja2.TemplateError as exc:
+        raise InputError(f"template {_template_line(exc, name)}: {exc}") from exc
     return text
+
+
+def _template_line(exc: BaseException, name: str) -> str:
+    """``file:line`` of the innermost template frame of ``exc`` (Jinja rewrites tracebacks so
+    that template code shows with its own file and line)."""
+    where = name
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith((".j2", ".html", ".htm", ".css")) or filename.startswith("<template"):
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
