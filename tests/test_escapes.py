@@ -85,3 +85,19 @@ def test_visible_leaves_nothing_active_and_keeps_plain_text(text: str) -> None:
     if all(ch in "\t\n" or (0x20 <= ord(ch) < 0x7F) for ch in text):
         assert shown == text
     assert visible(shown) == shown  # idempotent
+
+
+def test_a_huge_string_is_cut_on_loading(tmp_path: Path) -> None:
+    import time
+
+    doc = json.loads(BASE.read_text(encoding="utf-8"))
+    doc["host"]["hostname"]["value"] = "h" * 5_000_000
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    start = time.perf_counter()
+    code = main(["report", str(path), "--out", str(tmp_path / "out"), "--format", "html"])
+    assert code == 0
+    assert time.perf_counter() - start < 30
+    page = (tmp_path / "out" / "huge.html").read_text(encoding="utf-8")
+    assert "characters cut]" in page
+    assert len(page) < 2_000_000

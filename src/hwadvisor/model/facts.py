@@ -51,9 +51,20 @@ def visible(text: str) -> str:
     return _ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+#: The longest string a profile keeps (a probe's traceback is a few kB): a 20 MB "hostname" in a
+#: hand-edited or hostile profile would otherwise cost minutes and gigabytes in every report.
+MAX_STRING = 16 * 1024
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_STRING:
+        return text
+    return f"{text[:MAX_STRING]}… [{len(text) - MAX_STRING:,} characters cut]"
+
+
 def _visible_values(data: Any) -> Any:
     if isinstance(data, str):
-        return visible(data)
+        return visible(_bounded(data))
     if isinstance(data, dict):
         return {
             visible(k) if isinstance(k, str) else k: _visible_values(v) for k, v in data.items()
