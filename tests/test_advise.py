@@ -350,7 +350,7 @@ def test_rules_not_toml(tmp_path: Path) -> None:
 
 def test_rules_unknown_section(tmp_path: Path) -> None:
     message = _bad_rules(tmp_path, _builtin_text() + "\n[extras]\nx = 1\n")
-    assert "unknown section 'extras'" in message
+    assert "unknown top-level key 'extras'" in message
 
 
 def test_rules_missing_scenario(tmp_path: Path) -> None:
@@ -359,7 +359,7 @@ def test_rules_missing_scenario(tmp_path: Path) -> None:
     )
     assert text != _builtin_text()
     message = _bad_rules(tmp_path, text)
-    assert "1, 2, 3 and 4" in message
+    assert "missing key 'scenarios.4'" in message
 
 
 def test_rules_unknown_condition_suggests(tmp_path: Path) -> None:
@@ -373,7 +373,7 @@ def test_rules_unknown_condition_suggests(tmp_path: Path) -> None:
 def test_rules_bad_role(tmp_path: Path) -> None:
     text = _builtin_text().replace('role = "mid_gpu"', 'role = "gpu"')
     message = _bad_rules(tmp_path, text)
-    assert "role must be one of" in message
+    assert "[[candidate]] entry 2 ('gpu'): key 'role' must be one of" in message
     assert "'gpu'" in message
 
 
@@ -408,8 +408,9 @@ def test_rules_that_never_match_fail_at_advise_time(tmp_path: Path) -> None:
 
 def test_rules_unreadable_file(tmp_path: Path) -> None:
     path = tmp_path / "missing.toml"
-    with pytest.raises(RulesError, match="cannot read rules file"):
+    with pytest.raises(RulesError, match="cannot be read") as info:
         load_rules(path)
+    assert str(info.value).startswith(f"{path}: ")
 
 
 # --------------------------------------------------------------------------------------------

