@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hwadvisor.advise import RulesError, load_prices, load_rules
+from hwadvisor.calibration import CalibrationError, load_calibration
 from hwadvisor.catalog import CatalogError, find_gpu_peak, load_catalog
 from hwadvisor.catalog.schema import DataModel, OptPositive, Text, load_table
 from hwadvisor.errors import InputError
@@ -351,3 +352,83 @@ def test_prices_file_level_rules(tmp_path: Path) -> None:
     path = tmp_path / "prices.toml"
     path.write_text('date = 2026-11-01\n[[price]]\nhardware = "node"\nhourly = 25\n', "utf-8")
     assert load_prices(path).date == "2026-11-01"
+
+
+# --------------------------------------------------------------------------------------------
+# calibration.toml
+
+_CALIBRATION = """
+[[row]]
+id = "rn50-a100"
+hardware = "A100 SXM4 80GB"
+gpus = 1
+workload = "ResNet-50"
+preset = "resnet50-imagenet"
+precision = "fp16"
+measured = 2470
+unit = "samples_per_s"
+source = "a README"
+
+[[row]]
+id = "gpt-h100"
+hardware = "H100 SXM"
+gpus = 8
+workload = "a GPT"
+kind = "transformer"
+parameters = 1_300_000_000
+sequence_length = 2048
+layers = 24
+hidden = 2048
+heads = 16
+precision = "bf16"
+measured = 400_000
+unit = "tokens_per_s"
+source = "a paper"
+"""
+
+
+def _calibration(tmp_path: Path, old: str, new: str, *parts: str) -> str:
+    text = _change(_CALIBRATION, old, new)
+    return _refused(tmp_path, load_calibration, text, CalibrationError, *parts)
+
+
+def test_a_good_calibration_table_loads(tmp_path: Path) -> None:
+    path = tmp_path / "table.toml"
+    path.write_text(_CALIBRATION, encoding="utf-8")
+    first, second = load_calibration(path)
+    assert (first.id, first.preset) == ("rn50-a100", "resnet50-imagenet")
+    assert second.shape["layers"] == 24
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("heads = 16", "heads = 16\nlr = 3e-4", "unknown key 'lr'"),
+        ('source = "a paper"', "", "missing key 'source'"),
+        ("gpus = 8", "gpus = 8.0\ncpu_ghz = 3", "'cpu_ghz' is for CPU rows (gpus = 0) only"),
+        ("gpus = 8", "gpus = -8", "key 'gpus' must be a whole number >= 0, got -8"),
+        ("= 400_000", "= false", "key 'measured' must be a positive number, got false"),
+        ("= 400_000", "= nan", "key 'measured' must be a positive number, got nan"),
+        ("= 400_000", "= -inf", "key 'measured' must be a positive number, got -inf"),
+        ("layers = 24", "layers = 0", "key 'layers' must be a positive whole number, got 0"),
+        ('"gpt-h100"', '"GPT H100"', "key 'id' must be a lower-case slug, got 'GPT H100'"),
+        ('"tokens_per_s"', '"hours"', "unit 'hours' needs 'run_tokens' (the whole run)"),
+        ('"H100 SXM"', '"Voodoo 2"', "GPU 'Voodoo 2' is not in the GPU catalog"),
+        ('kind = "transformer"', 'kind = "rnn"', "key 'kind' must be one of conv, transformer"),
+    ],
+)
+def test_bad_calibration_rows_name_file_entry_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    label = "[[row]] entry 2 ('GPT H100')" if "GPT H100" in new else "[[row]] entry 2 ('gpt-h100')"
+    _calibration(tmp_path, old, new, label, expected)
+
+
+def test_calibration_file_level_rules(tmp_path: Path) -> None:
+    _calibration(tmp_path, '"gpt-h100"', '"rn50-a100"', "id 'rn50-a100' appears more than once")
+    _calibration(tmp_path, "[[row]]", "rows = 2\n[[row]]", "unknown top-level key 'rows'")
+    _refused(tmp_path, load_calibration, "", CalibrationError, "no [[row]] tables")
+    # A TF32 figure from a GPU without TF32 tensor cores (Volta) is an FP32 run.
+    text = _change(_CALIBRATION, '"H100 SXM"', '"V100 SXM2"').replace('"bf16"', '"tf32"')
+    message = _refused(tmp_path, load_calibration, text, CalibrationError, "entry 2 ('gpt-h100')")
+    assert "precision 'tf32' needs a GPU with TF32" in message

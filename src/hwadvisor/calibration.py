@@ -19,13 +19,31 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
 
 from hwadvisor import advise
 from hwadvisor.advise import Candidate, Rules
 from hwadvisor.catalog.peaks import find_gpu_peak, flops_per_cycle
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.schema import (
+    FLAG,
+    Check,
+    DataModel,
+    OptPositive,
+    OptPositiveWhole,
+    OptText,
+    Positive,
+    Text,
+    Whole,
+    choice,
+    load_toml,
+    read_text,
+    unique,
+)
+from hwadvisor.catalog.toml import packaged_text
 from hwadvisor.errors import InputError
 from hwadvisor.workloads import (
     TRAINING_PRECISIONS,
@@ -71,34 +89,7 @@ TARGET_GEOMEAN = (0.85, 1.15)
 
 _MODEL_KINDS = ("conv", "transformer")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_TEXT_KEYS = (
-    "id",
-    "hardware",
-    "workload",
-    "precision",
-    "unit",
-    "source",
-    "note",
-    "preset",
-    "kind",
-    "cpu_architecture",
-    "cpu_microarchitecture",
-)
-_INT_KEYS = (
-    "parameters",
-    "sequence_length",
-    "run_samples",
-    "run_tokens",
-    "cpu_cores",
-    "layers",
-    "hidden",
-    "heads",
-    "vocab_size",
-)
-_FLOAT_KEYS = ("measured", "flops_per_sample", "flops_per_token", "cpu_ghz")
 _CPU_KEYS = ("cpu_cores", "cpu_ghz", "cpu_architecture", "cpu_microarchitecture")
-_REQUIRED = ("id", "hardware", "gpus", "workload", "precision", "measured", "unit", "source")
-_KNOWN = frozenset((*_TEXT_KEYS, *_INT_KEYS, *_FLOAT_KEYS, "gpus", "flash_attention"))
 
 #: The estimate is rounded to 2 significant figures; the work is sized so that the estimate
 #: lands near this many seconds, where that rounding costs under 0.6 %.
@@ -201,150 +192,130 @@ class Summary:
 # --------------------------------------------------------------------------------------------
 # Loading
 
+_SLUG = Check("a lower-case slug", lambda v: v if isinstance(v, str) and _ID.match(v) else None)
+
+
+class _Row(DataModel):
+    """One ``[[row]]``; a row hwadvisor could not estimate is refused by its validator."""
+
+    id: Annotated[str, _SLUG]
+    hardware: Text
+    gpus: Whole
+    workload: Text
+    precision: Annotated[str, choice(*TRAINING_PRECISIONS)]
+    measured: Positive
+    unit: Annotated[str, choice(*UNITS)]
+    source: Text
+    note: OptText = None
+    preset: OptText = None
+    kind: Annotated[str | None, choice(*_MODEL_KINDS)] = None
+    parameters: OptPositiveWhole = None
+    flops_per_sample: OptPositive = None
+    flops_per_token: OptPositive = None
+    sequence_length: OptPositiveWhole = None
+    run_samples: OptPositiveWhole = None
+    run_tokens: OptPositiveWhole = None
+    cpu_cores: OptPositiveWhole = None
+    cpu_ghz: OptPositive = None
+    cpu_architecture: OptText = None
+    cpu_microarchitecture: OptText = None
+    layers: OptPositiveWhole = None
+    hidden: OptPositiveWhole = None
+    heads: OptPositiveWhole = None
+    vocab_size: OptPositiveWhole = None
+    flash_attention: Annotated[bool | None, FLAG] = None
+
+    def row(self) -> CalibrationRow:
+        return CalibrationRow(**self.model_dump(exclude_none=True))
+
+    @model_validator(mode="after")
+    def _estimable(self) -> _Row:
+        _check(self.row())
+        return self
+
+
+class _Table(DataModel):
+    row: list[_Row] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rows(self) -> _Table:
+        if not self.row:
+            raise ValueError("no [[row]] tables")
+        unique((r.id for r in self.row), "id")
+        return self
+
 
 def load_calibration(path: Path | None = None) -> list[CalibrationRow]:
-    """The rows of the packaged table, or of the file at ``path``, checked; file order."""
+    """The rows of the packaged table (cached), or of the file at ``path``, checked; file
+    order."""
     if path is None:
-        return _parse(packaged_text(CALIBRATION_RESOURCE), CALIBRATION_RESOURCE)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"{path}: cannot be read: {exc}") from exc
-    return _parse(text, str(path))
+        return list(_packaged_rows())
+    return _parse(read_text(path, CalibrationError), str(path))
+
+
+@lru_cache(maxsize=1)
+def _packaged_rows() -> tuple[CalibrationRow, ...]:
+    return tuple(_parse(packaged_text(CALIBRATION_RESOURCE), CALIBRATION_RESOURCE))
 
 
 def _parse(text: str, origin: str) -> list[CalibrationRow]:
-    data = parse_toml(text, origin, CalibrationError)
-    extra = sorted(set(data) - {"row"})
-    if extra:
-        raise CalibrationError(f"{origin}: unknown top-level key {extra[0]!r} (only [[row]])")
-    tables = data.get("row")
-    if not isinstance(tables, list) or not tables:
-        raise CalibrationError(f"{origin}: no [[row]] tables")
-    rows = [_parse_row(t, i, origin) for i, t in enumerate(tables, start=1)]
-    seen: set[str] = set()
-    for row in rows:
-        if row.id in seen:
-            raise CalibrationError(f"{origin}: id {row.id!r} appears more than once")
-        seen.add(row.id)
-    return rows
+    return [r.row() for r in load_toml(_Table, text, origin, CalibrationError).row]
 
 
-def _positive(value: Any, where: str, *, integer: bool = False) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-        or (integer and value != int(value))
-    ):
-        what = "a positive whole number" if integer else "a positive number"
-        raise CalibrationError(f"{where} must be {what}, got {value!r}")
-    return float(value)
-
-
-def _parse_row(table: Any, index: int, origin: str) -> CalibrationRow:
-    where = f"{origin}: [[row]] {index}"
-    if not isinstance(table, dict):
-        raise CalibrationError(f"{where}: is not a table")
-    if isinstance(table.get("id"), str):
-        where = f"{where} ({table['id']!r})"
-    for key in table:
-        if key not in _KNOWN:
-            raise CalibrationError(f"{where}: unknown key {key!r}")
-    for key in _REQUIRED:
-        if key not in table:
-            raise CalibrationError(f"{where}: missing key {key!r}")
-    fields: dict[str, Any] = {}
-    for key in _TEXT_KEYS:
-        if key in table:
-            value = table[key]
-            if not isinstance(value, str) or not value.strip():
-                raise CalibrationError(f"{where}: key {key!r} must be non-empty text")
-            fields[key] = value.strip()
-    for key in _INT_KEYS:
-        if key in table:
-            fields[key] = int(_positive(table[key], f"{where}: key {key!r}", integer=True))
-    for key in _FLOAT_KEYS:
-        if key in table:
-            fields[key] = _positive(table[key], f"{where}: key {key!r}")
-    gpus = table["gpus"]
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-        raise CalibrationError(f"{where}: key 'gpus' must be a whole number >= 0, got {gpus!r}")
-    fields["gpus"] = gpus
-    if "flash_attention" in table:
-        if not isinstance(table["flash_attention"], bool):
-            raise CalibrationError(f"{where}: key 'flash_attention' must be true or false")
-        fields["flash_attention"] = table["flash_attention"]
-    row = CalibrationRow(**fields)
-    _check_row(row, where)
-    return row
-
-
-def _check_row(row: CalibrationRow, where: str) -> None:
-    if not _ID.match(row.id):
-        raise CalibrationError(f"{where}: id must be a lower-case slug, got {row.id!r}")
-    if row.precision not in TRAINING_PRECISIONS:
-        raise CalibrationError(
-            f"{where}: precision must be one of {', '.join(TRAINING_PRECISIONS)}, "
-            f"got {row.precision!r}"
-        )
-    if row.unit not in UNITS:
-        raise CalibrationError(f"{where}: unit must be one of {', '.join(UNITS)}, not {row.unit!r}")
-    kind = _check_model(row, where)
-    _check_hardware(row, where)
+def _check(row: CalibrationRow) -> None:
+    """``ValueError`` (one line) for a row hwadvisor could not estimate."""
+    kind = _model_kind(row)
+    _check_hardware(row)
     if row.unit in ("tokens_per_s", "tokens_per_s_per_gpu") and kind != "transformer":
-        raise CalibrationError(f"{where}: unit {row.unit!r} needs a transformer workload")
+        raise ValueError(f"unit {row.unit!r} needs a transformer workload")
     if row.unit == "samples_per_s" and kind == "transformer" and row.sequence_length is None:
-        raise CalibrationError(f"{where}: sequences per second need 'sequence_length'")
+        raise ValueError("sequences per second need 'sequence_length'")
     if row.unit in ("tokens_per_s_per_gpu", "gpu_hours") and row.gpus < 1:
-        raise CalibrationError(f"{where}: unit {row.unit!r} needs gpus >= 1")
+        raise ValueError(f"unit {row.unit!r} needs gpus >= 1")
     if row.unit in TIME_UNITS:
         needed = "run_tokens" if kind == "transformer" else "run_samples"
         if getattr(row, needed) is None:
-            raise CalibrationError(f"{where}: unit {row.unit!r} needs {needed!r} (the whole run)")
+            raise ValueError(f"unit {row.unit!r} needs {needed!r} (the whole run)")
 
 
-def _check_model(row: CalibrationRow, where: str) -> str:
+def _model_kind(row: CalibrationRow) -> str:
     """The row's workload kind, once the model fields are known to be enough."""
     if row.preset is not None:
-        try:
-            preset = get_workload(row.preset)
-        except WorkloadError as exc:
-            raise CalibrationError(f"{where}: {exc}") from exc
+        preset = get_workload(row.preset)  # UnknownWorkload names the close matches
         if preset.kind not in _MODEL_KINDS:
-            raise CalibrationError(f"{where}: preset {row.preset!r} is not a conv or transformer")
+            raise ValueError(f"preset {row.preset!r} is not a conv or transformer")
         if row.kind is not None and row.kind != preset.kind:
-            raise CalibrationError(
-                f"{where}: kind {row.kind!r} contradicts preset {row.preset!r} ({preset.kind})"
-            )
+            raise ValueError(f"kind {row.kind!r} contradicts preset {row.preset!r} ({preset.kind})")
         return preset.kind
-    if row.kind not in _MODEL_KINDS:
-        raise CalibrationError(
-            f"{where}: give 'preset', or 'kind' = {' or '.join(map(repr, _MODEL_KINDS))}"
-        )
+    if row.kind is None:
+        raise ValueError(f"give 'preset', or 'kind' = {' or '.join(map(repr, _MODEL_KINDS))}")
     if row.parameters is None:
-        raise CalibrationError(f"{where}: a {row.kind} row needs 'parameters'")
+        raise ValueError(f"a {row.kind} row needs 'parameters'")
     if row.kind == "conv" and row.flops_per_sample is None:
-        raise CalibrationError(f"{where}: a conv row needs 'flops_per_sample'")
+        raise ValueError("a conv row needs 'flops_per_sample'")
     return row.kind
 
 
-def _check_hardware(row: CalibrationRow, where: str) -> None:
+def _check_hardware(row: CalibrationRow) -> None:
     if row.is_cpu:
         for key in ("cpu_cores", "cpu_ghz", "cpu_microarchitecture"):
             if getattr(row, key) is None:
-                raise CalibrationError(f"{where}: a CPU row (gpus = 0) needs {key!r}")
+                raise ValueError(f"a CPU row (gpus = 0) needs {key!r}")
         if _cpu_flops_per_cycle(row) is None:
-            raise CalibrationError(
-                f"{where}: no FLOP/cycle figure for the CPU core {row.cpu_microarchitecture!r}"
-            )
+            raise ValueError(f"no FLOP/cycle figure for the CPU core {row.cpu_microarchitecture!r}")
         return
     for key in _CPU_KEYS:
         if getattr(row, key) is not None:
-            raise CalibrationError(f"{where}: {key!r} is for CPU rows (gpus = 0) only")
-    if find_gpu_peak(row.hardware) is None:
-        raise CalibrationError(f"{where}: GPU {row.hardware!r} is not in the GPU catalog")
+            raise ValueError(f"{key!r} is for CPU rows (gpus = 0) only")
+    peak = find_gpu_peak(row.hardware)
+    if peak is None:
+        raise ValueError(f"GPU {row.hardware!r} is not in the GPU catalog")
+    if row.precision == "tf32" and peak.tf32_tflops is None:
+        # Lambda's "fp32" columns are TF32 on Ampere and later, FP32 before: a TF32 figure
+        # from a GPU without TF32 tensor cores is an FP32 run.
+        raise ValueError(
+            f"precision 'tf32' needs a GPU with TF32 (the catalog has none for {peak.name!r})"
+        )
 
 
 def _cpu_flops_per_cycle(row: CalibrationRow) -> int | None:
