@@ -763,8 +763,14 @@ def main(argv: list[str] | None = None) -> int:
             _error("standard output is closed: nothing can be written to '-'")
             return int(ExitStatus.IO_ERROR)
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    from hwadvisor.signals import Stopped, installed
+
     try:
-        app(args=args, prog_name="hwadvisor", standalone_mode=True)
+        with installed():
+            app(args=args, prog_name="hwadvisor", standalone_mode=True)
+    except Stopped as exc:
+        _error(f"stopped by {exc.name}; no partial file was written")
+        return 128 + exc.signum
     except SystemExit as exc:
         code = exc.code
         if code is None:

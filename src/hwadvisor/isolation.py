@@ -54,6 +54,9 @@ class ChildResult:
 class _Live:
     procs: set[subprocess.Popen[bytes]] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: bool = False
+    """Set by :func:`kill_all_children`: no child may start after it (a worker thread that was
+    about to start one would otherwise leave an orphan)."""
 
 
 _LIVE = _Live()
@@ -73,9 +76,17 @@ def kill_all_children() -> None:
     """Kill every child still running (used on Ctrl-C: children live in their own session and do
     not receive the terminal's SIGINT)."""
     with _LIVE.lock:
+        _LIVE.stopping = True
         procs = list(_LIVE.procs)
     for proc in procs:
         _kill_group(proc)
+
+
+def allow_children() -> None:
+    """Let children start again after :func:`kill_all_children` (for a long-lived caller that
+    handled an interruption and goes on; the command line never does)."""
+    with _LIVE.lock:
+        _LIVE.stopping = False
 
 
 def run_isolated(
@@ -120,7 +131,14 @@ def run_isolated(
         )
     os.close(write_fd)
     with _LIVE.lock:
+        stopping = _LIVE.stopping
         _LIVE.procs.add(proc)
+    if stopping:
+        _kill_group(proc)
+        with _LIVE.lock:
+            _LIVE.procs.discard(proc)
+        os.close(read_fd)
+        return ChildResult("failed", error="stopped: hwadvisor is exiting", error_type="Stopped")
     try:
         return _follow(proc, read_fd, request, timeout_s, on_item, started)
     finally:

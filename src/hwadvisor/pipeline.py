@@ -181,67 +181,68 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
     roots = options.roots
     created = utc_now()
 
+    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="probe")
     try:
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="probe") as pool:
-            # Slow children first, so that they run while the quick probes do.
-            children: dict[str, Future[ChildResult]] = {}
-            for name in ("torch", "nvml"):
-                children[name] = pool.submit(
-                    runner.isolated, name, options.targets[name], options.timeouts_s[name]
-                )
-            if cpu_probe.needs_cpuinfo(roots):
-                children["cpuinfo"] = pool.submit(
-                    runner.isolated,
-                    "cpuinfo",
-                    options.targets["cpuinfo"],
-                    options.timeouts_s["cpuinfo"],
-                )
-            else:
-                runner.skipped("cpuinfo", "not needed: /proc/cpuinfo and sysfs answered")
+        # Slow children first, so that they run while the quick probes do.
+        children: dict[str, Future[ChildResult]] = {}
+        for name in ("torch", "nvml"):
+            children[name] = pool.submit(
+                runner.isolated, name, options.targets[name], options.timeouts_s[name]
+            )
+        if cpu_probe.needs_cpuinfo(roots):
+            children["cpuinfo"] = pool.submit(
+                runner.isolated,
+                "cpuinfo",
+                options.targets["cpuinfo"],
+                options.timeouts_s["cpuinfo"],
+            )
+        else:
+            runner.skipped("cpuinfo", "not needed: /proc/cpuinfo and sysfs answered")
 
-            platform = runner.in_process(
-                "platform",
-                lambda: system_probe.probe_platform(roots, env=options.env),
-                PlatformInfo(),
+        platform = runner.in_process(
+            "platform",
+            lambda: system_probe.probe_platform(roots, env=options.env),
+            PlatformInfo(),
+        )
+        if any(dev.vendor == "amd" for dev in platform.pci_display_devices):
+            children["amdsmi"] = pool.submit(
+                runner.isolated,
+                "amdsmi",
+                options.targets["amdsmi"],
+                options.timeouts_s["amdsmi"],
             )
-            if any(dev.vendor == "amd" for dev in platform.pci_display_devices):
-                children["amdsmi"] = pool.submit(
-                    runner.isolated,
-                    "amdsmi",
-                    options.targets["amdsmi"],
-                    options.timeouts_s["amdsmi"],
-                )
-            else:
-                runner.skipped("amdsmi", "no AMD GPU on the PCI bus")
-            host = runner.in_process("host", lambda: system_probe.probe_host(roots), HostIdentity())
-            memory = runner.in_process(
-                "memory", lambda: system_probe.probe_memory(roots), MemoryInfo()
-            )
-            storage = runner.in_process(
-                "storage", lambda: system_probe.probe_storage(options.out_dir), StorageInfo()
-            )
+        else:
+            runner.skipped("amdsmi", "no AMD GPU on the PCI bus")
+        host = runner.in_process("host", lambda: system_probe.probe_host(roots), HostIdentity())
+        memory = runner.in_process("memory", lambda: system_probe.probe_memory(roots), MemoryInfo())
+        storage = runner.in_process(
+            "storage", lambda: system_probe.probe_storage(options.out_dir), StorageInfo()
+        )
 
-            cpuinfo_raw: dict[str, Any] | None = None
-            cpuinfo_error: str | None = None
-            if "cpuinfo" in children:
-                cpu_result = children["cpuinfo"].result()
-                if cpu_result.status == "ok" and isinstance(cpu_result.value, dict):
-                    cpuinfo_raw = cpu_result.value
-                else:
-                    cpuinfo_error = f"py-cpuinfo {cpu_result.status}: {cpu_result.error}"
-            cpu = runner.in_process(
-                "cpu",
-                lambda: cpu_probe.probe_cpu(
-                    roots, cpuinfo_raw=cpuinfo_raw, cpuinfo_error=cpuinfo_error
-                ),
-                CpuInfo(),
-            )
-            results = {name: future.result() for name, future in children.items()}
+        cpuinfo_raw: dict[str, Any] | None = None
+        cpuinfo_error: str | None = None
+        if "cpuinfo" in children:
+            cpu_result = children["cpuinfo"].result()
+            if cpu_result.status == "ok" and isinstance(cpu_result.value, dict):
+                cpuinfo_raw = cpu_result.value
+            else:
+                cpuinfo_error = f"py-cpuinfo {cpu_result.status}: {cpu_result.error}"
+        cpu = runner.in_process(
+            "cpu",
+            lambda: cpu_probe.probe_cpu(
+                roots, cpuinfo_raw=cpuinfo_raw, cpuinfo_error=cpuinfo_error
+            ),
+            CpuInfo(),
+        )
+        results = {name: future.result() for name, future in children.items()}
     except BaseException:
         # Ctrl-C (or anything else) while children run: they live in their own session and
-        # would not see the terminal's SIGINT. Leave none behind.
+        # would not see the terminal's SIGINT. Kill them first, then let the pool go without
+        # waiting: its threads end as soon as their child is dead, not at the probe's limit.
         kill_all_children()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
+    pool.shutdown(wait=True)
 
     profile = Profile(
         tool=ToolInfo(version=__version__),

@@ -99,3 +99,8 @@ def fake_bench(plan: dict[str, Any]) -> Any:
         }
         yield {"event": "result", "id": case["id"], "kind": "measurement", "data": data}
         yield {"event": "end", "id": case["id"]}
+
+
+def hang_nvml() -> None:
+    """An NVML probe whose init never returns (pid file from the environment)."""
+    hang(os.environ["HWADVISOR_TEST_PID_FILE"])

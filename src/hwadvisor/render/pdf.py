@@ -144,9 +144,14 @@ def render_pdf(html: str, refused: list[str] | None = None) -> bytes:
     logger = logging.getLogger("weasyprint")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
+    from hwadvisor.signals import deferred
+
     try:
-        document = weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher)
-        pdf = document.write_pdf(**PDF_OPTIONS)
+        # Ctrl-C inside WeasyPrint's C callbacks would be printed and swallowed, and the PDF
+        # written anyway: the signal waits for the render, then stops hwadvisor (no PDF).
+        with deferred():
+            document = weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher)
+            pdf = document.write_pdf(**PDF_OPTIONS)
     finally:
         logger.setLevel(level)
     if not isinstance(pdf, bytes):  # pragma: no cover - write_pdf without target returns bytes
