@@ -481,7 +481,7 @@ def render_template(env: Any, name: str, context: dict[str, Any]) -> str:
     """Render ``name``; a broken template (an organization's copy) is one input-error line
     naming its file and line, never an internal error."""
     import jinja2
-    from jinja2.sandbox import SecurityError
+    from jinja2.exceptions import SecurityError
 
     try:
         text: str = env.get_template(name).render(**context)
