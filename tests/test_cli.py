@@ -69,6 +69,25 @@ def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--budget", "nan", "finite number of seconds"),
+        ("--budget", "inf", "finite number of seconds"),
+        ("--budget", "0.1", "between 0.5 and 3600"),
+        ("--probe-timeout", "nan", "finite number of seconds"),
+        ("--probe-timeout", "-inf", "finite number of seconds"),
+        ("--probe-timeout", "7200", "between 1 and 3600"),
+    ],
+)
+def test_time_options_refuse_nonsense(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, said: str
+) -> None:
+    assert main(["scan", option, value]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert said in err and "less than or equal" not in err
+
+
 def test_scan_json_stdout_is_only_json(
     fake_scan: list[Profile],
     tmp_path: Path,

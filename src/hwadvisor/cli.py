@@ -143,8 +143,7 @@ def scan(
         Optional[float],
         typer.Option(
             "--probe-timeout",
-            min=1.0,
-            max=3600.0,
+            callback=lambda value: _seconds_between("--probe-timeout", value, 1.0, 3600.0),
             metavar="SECONDS",
             help="Time limit for each isolated probe (default: 10-60 s by probe).",
         ),
@@ -156,8 +155,7 @@ def scan(
         Optional[float],
         typer.Option(
             "--budget",
-            min=0.5,
-            max=3600.0,
+            callback=lambda value: _seconds_between("--budget", value, 0.5, 3600.0),
             metavar="SECONDS",
             help="Measurement time to share among the benchmark cases "
             "(default: about 5.5 s for the CPU + 15 s per GPU).",
@@ -406,6 +404,18 @@ def _advice_request(
     return _AdviceRequest(
         chosen, load_rules(rules), load_prices(prices) if prices else None, assume
     )
+
+
+def _seconds_between(option: str, value: float | None, low: float, high: float) -> float | None:
+    """A time option: a finite number of seconds from ``low`` to ``high`` (NaN compares false
+    with everything, so it is named for what it is, not as "must be ≤ 3600")."""
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number of seconds, got {value!r}")
+    if not low <= value <= high:
+        raise typer.BadParameter(f"must be between {low:g} and {high:g} seconds, got {value:g}")
+    return value
 
 
 def _finite_number(option: str, value: float | None) -> float | None:
