@@ -17,6 +17,12 @@ from hwadvisor.calibration import CalibrationError, load_calibration
 from hwadvisor.catalog import CatalogError, find_gpu_peak, load_catalog
 from hwadvisor.catalog.schema import DataModel, OptPositive, Text, load_table
 from hwadvisor.errors import InputError
+from hwadvisor.memory import (
+    MemoryModelError,
+    load_memory_cases,
+    lora_trainable_parameters,
+    spec_from_mapping,
+)
 from hwadvisor.workloads import WorkloadError, load_workloads
 
 # --------------------------------------------------------------------------------------------
@@ -432,3 +438,133 @@ def test_calibration_file_level_rules(tmp_path: Path) -> None:
     text = _change(_CALIBRATION, '"H100 SXM"', '"V100 SXM2"').replace('"bf16"', '"tf32"')
     message = _refused(tmp_path, load_calibration, text, CalibrationError, "entry 2 ('gpt-h100')")
     assert "precision 'tf32' needs a GPU with TF32" in message
+
+
+# --------------------------------------------------------------------------------------------
+# memory_cases.toml
+
+_CASES = """
+[[case]]
+id = "small"
+claim = "a small model fits"
+source = "a README"
+expect = "fits"
+device_gib = 24
+
+[case.spec]
+parameters = 1e8
+precision = "fp32"
+batch_size = 8
+
+[[case]]
+id = "lora"
+claim = "LoRA on one GPU"
+source = "a blog"
+expect = "trainable"
+device_mib = 16384
+
+[case.spec]
+parameters = 7e9
+lora_rank = 16
+precision = "bf16"
+batch_size = 4
+
+[case.spec.transformer]
+layers = 32
+hidden = 4096
+heads = 32
+sequence_length = 1024
+"""
+
+
+def _cases(tmp_path: Path, old: str, new: str, *parts: str) -> str:
+    def load(path: Path) -> Any:
+        return load_memory_cases(path.read_text(encoding="utf-8"), str(path))
+
+    text = _change(_CASES, old, new)
+    return _refused(tmp_path, load, text, MemoryModelError, "[[case]] entry 2 ('lora'): ", *parts)
+
+
+def test_good_memory_cases_load() -> None:
+    small, lora = load_memory_cases(_CASES, "cases.toml")
+    assert small.device_bytes == 24 * 2**30 and lora.device_bytes == 16 * 2**30
+    assert lora.spec.trainable_parameters == lora_trainable_parameters(32, 4096, 16)
+    assert lora.spec.parameters == 7e9 + lora.spec.trainable_parameters
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('source = "a blog"', 'source = "a blog"\nurl = "x"', "unknown key 'url'"),
+        (
+            "lora_rank = 16",
+            "lora_rnk = 16",
+            "unknown key 'spec.lora_rnk' (did you mean 'lora_rank'?)",
+        ),
+        ("heads = 32", "heads = 32\nexperts = 8", "unknown key 'spec.transformer.experts'"),
+        ('claim = "LoRA on one GPU"\n', "", "missing key 'claim'"),
+        ("hidden = 4096\n", "", "missing key 'spec.transformer.hidden'"),
+        ("batch_size = 4", 'batch_size = "4"', "key 'spec.batch_size' must be a positive whole"),
+        (
+            "parameters = 7e9",
+            "parameters = true",
+            "key 'spec.parameters' must be a positive number, got true",
+        ),
+        ("= 7e9", "= nan", "key 'spec.parameters' must be a positive number, got nan"),
+        ("= 16384", "= inf", "key 'device_mib' must be a positive number, got inf"),
+        ("= 16384", "= -16384", "key 'device_mib' must be a positive number, got -16384"),
+        ('"trainable"', '"maybe"', "key 'expect' must be one of fits, needs_changes, "),
+        (
+            "heads = 32",
+            "heads = 8192",
+            "spec.transformer: heads (8192) cannot exceed hidden (4096)",
+        ),
+        ("= 16384", "= 16384\ndevice_gib = 16", "give device_gib or device_mib, one of them"),
+        ("lora_rank = 16", "lora_rank = 16\ntrainable_parameters = 1e6", "spec: give lora_rank"),
+        ("parameters = 7e9", "parameters = 1e27", "spec: parameters 1e+27 is over 1e+15"),
+    ],
+)
+def test_bad_memory_cases_name_file_entry_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    _cases(tmp_path, old, new, expected)
+
+
+def test_memory_case_file_level_rules(tmp_path: Path) -> None:
+    def load(path: Path) -> Any:
+        return load_memory_cases(path.read_text(encoding="utf-8"), str(path))
+
+    twice = _change(_CASES, 'id = "lora"', 'id = "small"')
+    _refused(tmp_path, load, twice, MemoryModelError, "case 'small' appears more than once")
+    _refused(tmp_path, load, "", MemoryModelError, "no [[case]] tables")
+    with pytest.raises(MemoryModelError) as caught:
+        shape = {"layers": 2.5, "hidden": 64, "heads": 2, "sequence_length": 8}
+        spec_from_mapping({"parameters": 1e9, "transformer": shape}, "my spec")
+    assert str(caught.value).startswith("my spec: key 'transformer.layers' must be a positive")
+
+
+# --------------------------------------------------------------------------------------------
+# Every packaged file
+
+
+@pytest.mark.parametrize(
+    ("name", "load"),
+    [
+        ("gpus.toml", load_catalog),
+        ("workloads.toml", load_workloads),
+        ("calibration.toml", load_calibration),
+        ("rules.toml", load_rules),
+        ("memory_cases.toml", lambda path: load_memory_cases(path.read_text("utf-8"), str(path))),
+    ],
+)
+def test_every_packaged_file_loads_as_it_is_and_from_a_copy(
+    tmp_path: Path, name: str, load: Callable[..., Any]
+) -> None:
+    packaged = load() if name != "memory_cases.toml" else load_memory_cases()
+    path = tmp_path / name
+    path.write_text(_packaged(name), encoding="utf-8")
+    copied = load(path)
+    if name == "rules.toml":
+        assert copied.candidates == packaged.candidates and copied.rules == packaged.rules
+    else:
+        assert copied == packaged and len(packaged) > 0

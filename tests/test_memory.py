@@ -376,11 +376,11 @@ parameters = 1e6
 """
     assert load_memory_cases(good, "t.toml")[0].device_bytes == 8 * GIB
     for bad, match in [
-        (good.replace('expect = "fits"', 'expect = "maybe"'), "expect must be one of"),
+        (good.replace('expect = "fits"', 'expect = "maybe"'), "key 'expect' must be one of"),
         (good.replace('source = "x/y README.md"', 'source = ""'), "'source' must be non-empty"),
         (good.replace("device_gib = 8", "device_gib = 8\ndevice_mib = 8"), "device_gib or"),
         (good + good, "appears more than once"),
-        (good.replace("parameters = 1e6", "parameters = 1e6\nwheels = 4"), "unknown key 'wheels'"),
+        (good.replace("= 1e6", "= 1e6\nwheels = 4"), "unknown key 'spec.wheels'"),
         ("[[case]\n", "not valid TOML"),
         ("", "no \\[\\[case\\]\\] tables"),
     ]:
@@ -401,8 +401,8 @@ def test_specs_from_tables() -> None:
     for data, match in [
         ({"parameters": 1e9, "lora_rank": 8}, "needs a transformer"),
         ({"parameters": 1e9, "transformer": {"layers": 2}}, "spec: "),
-        ({"parameters": 1e9, "transformer": {"depth": 2}}, "unknown transformer key"),
-        ("nope", "not a table"),
+        ({"parameters": 1e9, "transformer": {"depth": 2}}, "unknown key 'transformer.depth'"),
+        ("nope", "spec: must be a table, got 'nope'"),
     ]:
         with pytest.raises(MemoryModelError, match=match):
             spec_from_mapping(data)

@@ -22,11 +22,11 @@ Entry points: :class:`MemorySpec` (the input, checked on construction), :func:`m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final
 
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.toml import packaged_text
 from hwadvisor.workloads import Workload, WorkloadError
 
 __all__ = [
@@ -771,55 +771,16 @@ def lora_trainable_parameters(
 # --------------------------------------------------------------------------------------------
 # Specs from data, and the documented cases
 
-_SPEC_FIELDS: Final = frozenset(f.name for f in fields(MemorySpec))
-_SHAPE_FIELDS: Final = frozenset(f.name for f in fields(TransformerShape))
-_LORA_KEYS: Final = frozenset({"lora_rank", "lora_modules", "intermediate_size"})
-
 
 def spec_from_mapping(data: object, where: str = "spec") -> MemorySpec:
     """A :class:`MemorySpec` from a TOML/JSON-style table. A ``transformer`` sub-table gives the
     shape; ``lora_rank`` with ``lora_modules`` (and ``intermediate_size`` for "all") computes
     ``trainable_parameters`` from that shape and adds them to ``parameters`` (then the base
-    model's count). Unknown keys and bad values raise
-    :class:`MemoryModelError` naming ``where``."""
-    if not isinstance(data, dict):
-        raise MemoryModelError(f"{where}: not a table")
-    unknown = sorted(set(data) - _SPEC_FIELDS - _LORA_KEYS)
-    if unknown:
-        raise MemoryModelError(f"{where}: unknown key {unknown[0]!r}")
-    values = {k: v for k, v in data.items() if k in _SPEC_FIELDS}
-    try:
-        shape_data = values.pop("transformer", None)
-        if shape_data is not None:
-            if not isinstance(shape_data, dict):
-                raise MemoryModelError("transformer must be a table")
-            bad = sorted(set(shape_data) - _SHAPE_FIELDS)
-            if bad:
-                raise MemoryModelError(f"unknown transformer key {bad[0]!r}")
-            values["transformer"] = TransformerShape(**shape_data)
-        if "lora_rank" in data:
-            shape = values.get("transformer")
-            if shape is None:
-                raise MemoryModelError("lora_rank needs a transformer shape")
-            if "trainable_parameters" in values:
-                raise MemoryModelError("give lora_rank or trainable_parameters, not both")
-            adapters = lora_trainable_parameters(
-                shape.layers,
-                shape.hidden,
-                data["lora_rank"],
-                data.get("lora_modules", "qv"),
-                data.get("intermediate_size"),
-            )
-            # ``parameters`` is then the base model; the adapters come on top of it.
-            values["parameters"] = _check_number(
-                "parameters", values.get("parameters"), low=0, high=_MAX_PARAMETERS
-            ) + float(adapters)
-            values["trainable_parameters"] = adapters
-        return MemorySpec(**values)
-    except MemoryModelError as exc:
-        raise MemoryModelError(f"{where}: {exc}") from exc
-    except TypeError as exc:  # a missing or misspelt key reached a constructor
-        raise MemoryModelError(f"{where}: {exc}") from exc
+    model's count). Unknown keys and bad values raise :class:`MemoryModelError` naming
+    ``where`` and the key."""
+    from hwadvisor.catalog.memory_cases import read_spec  # models built only when needed
+
+    return read_spec(data, where)
 
 
 EXPECTATIONS: Final = ("fits", "needs_changes", "not_as_given", "trainable", "does_not_fit")
@@ -862,10 +823,6 @@ class MemoryCase:
 
 
 MEMORY_CASES_RESOURCE: Final = "memory_cases.toml"
-_CASE_KEYS: Final = frozenset(
-    {"id", "claim", "source", "expect", "device_gib", "device_mib", "spec", "notes"}
-    | {"known_disagreement"}
-)
 
 
 def load_memory_cases(
@@ -874,52 +831,13 @@ def load_memory_cases(
     """The documented cases (``catalog/memory_cases.toml`` unless ``text`` is given), in order."""
     if text is None:
         return list(_packaged_cases())
-    return _parse_cases(text, origin)
+    from hwadvisor.catalog.memory_cases import parse_cases  # models built only when needed
+
+    return parse_cases(text, origin)
 
 
 @lru_cache(maxsize=1)
 def _packaged_cases() -> tuple[MemoryCase, ...]:
-    return tuple(_parse_cases(packaged_text(MEMORY_CASES_RESOURCE), MEMORY_CASES_RESOURCE))
+    from hwadvisor.catalog.memory_cases import parse_cases
 
-
-def _parse_cases(text: str, origin: str) -> list[MemoryCase]:
-    data = parse_toml(text, origin, MemoryModelError)
-    rows = data.get("case")
-    if not isinstance(rows, list) or not rows:
-        raise MemoryModelError(f"{origin}: no [[case]] tables")
-    cases = []
-    for index, row in enumerate(rows, start=1):
-        where = f"{origin}: [[case]] {index}"
-        if not isinstance(row, dict):
-            raise MemoryModelError(f"{where}: not a table")
-        if isinstance(row.get("id"), str):
-            where = f"{where} ({row['id']})"
-        unknown = sorted(set(row) - _CASE_KEYS)
-        if unknown:
-            raise MemoryModelError(f"{where}: unknown key {unknown[0]!r}")
-        for key in ("id", "claim", "source", "expect"):
-            if not isinstance(row.get(key), str) or not row[key].strip():
-                raise MemoryModelError(f"{where}: {key!r} must be non-empty text")
-        if ("device_gib" in row) == ("device_mib" in row):
-            raise MemoryModelError(f"{where}: give device_gib or device_mib")
-        size = row.get("device_gib", row.get("device_mib"))
-        unit = GIB if "device_gib" in row else MIB
-        device = _check_number(f"{where}: device size", size, low=0, high=MAX_DEVICE_BYTES / unit)
-        _check_choice(f"{where}: expect", row["expect"], EXPECTATIONS)
-        cases.append(
-            MemoryCase(
-                id=row["id"],
-                claim=row["claim"],
-                source=row["source"],
-                expect=row["expect"],
-                device_bytes=device * unit,
-                spec=spec_from_mapping(row.get("spec"), where),
-                known_disagreement=str(row.get("known_disagreement", "")),
-                notes=str(row.get("notes", "")),
-            )
-        )
-    ids = [c.id for c in cases]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise MemoryModelError(f"{origin}: case {duplicates[0]!r} appears more than once")
-    return cases
+    return tuple(parse_cases(packaged_text(MEMORY_CASES_RESOURCE), MEMORY_CASES_RESOURCE))
