@@ -321,7 +321,7 @@ def test_binary_file(tmp_path: Path, raw: bytes) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="cannot be read"):
         import_file(tmp_path / "nope.txt")
 
 

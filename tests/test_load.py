@@ -45,7 +45,7 @@ def test_binary_and_missing_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(InputError, match="not text"):
         load_profile(binary)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="cannot be read"):
         load_profile(tmp_path / "missing.json")
 
 

@@ -46,7 +46,7 @@ def read_input(path: Path, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
         why = exc.strerror or str(exc)
         if exc.errno == errno.ENOENT:
             why = "no such file"
-        raise InputError(f"cannot read {path}: {why}") from exc
+        raise InputError(f"{path}: cannot be read: {why}") from exc
     try:
         info = os.fstat(fd)
         for test, kind in _KINDS:
@@ -73,7 +73,7 @@ def read_input(path: Path, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
                 )
             chunks.append(chunk)
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
     return decode_text(b"".join(chunks), str(path))

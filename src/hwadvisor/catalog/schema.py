@@ -17,13 +17,12 @@ one-line message; the row models sit next to the runtime types they build.
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
-from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
+from pydantic_core import ErrorDetails, core_schema
 
 from hwadvisor.catalog.toml import parse_toml
 
@@ -85,25 +84,30 @@ class DataModel(BaseModel):
 # Values: each type says what it must be, and that phrase is the error message
 
 
-def _refuse(expected: str) -> PydanticCustomError:
-    return PydanticCustomError(_VALUE_ERROR, "must be {expected}", {"expected": expected})
-
-
 class Check:
-    """A value type of the data files: ``read`` returns the value as the program uses it, or
-    ``None`` when it is wrong, and then the error says the value "must be ``expected``". Its
-    pydantic schema is built here once and shared by every field of the type, which keeps model
-    builds (paid on every ``advise``) cheap; ``Annotated[float | None, check]`` costs no union."""
+    """A value type of the data files: a pydantic-core schema whose every failure reads "must
+    be ``expected``". Built here once and shared by every field of the type, which keeps model
+    builds (paid on every ``advise``) cheap; ``Annotated[float | None, check]`` costs no union,
+    and the checks run in pydantic-core."""
 
-    def __init__(self, expected: str, read: Callable[[object], Any]) -> None:
+    def __init__(self, expected: str, schema: core_schema.CoreSchema) -> None:
+        self.expected = expected
+        self._schema = core_schema.custom_error_schema(
+            schema, custom_error_type=_VALUE_ERROR, custom_error_message=f"must be {expected}"
+        )
+
+    @classmethod
+    def reading(cls, expected: str, read: Callable[[Any], Any]) -> Check:
+        """A check written in Python: ``read`` returns the value as the program uses it, or
+        ``None`` when it is wrong."""
+
         def validate(value: object) -> Any:
             result = read(value)
             if result is None:
-                raise _refuse(expected)
+                raise ValueError(expected)
             return result
 
-        self.expected = expected
-        self._schema = core_schema.no_info_plain_validator_function(validate)
+        return cls(expected, core_schema.no_info_plain_validator_function(validate))
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -111,72 +115,56 @@ class Check:
         return self._schema
 
 
-def _real(value: object) -> float | None:
-    """``value`` as a float if it is a finite real number; ``None`` for anything else, bools
-    included: ``fp16_tflops = true`` is a mistake, not a 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        real = float(value)
-    except OverflowError:  # an integer beyond any float
-        return None
-    return real if math.isfinite(real) else None
+def _finite(**bounds: float) -> core_schema.FloatSchema:
+    # strict: an int is a number, a bool or a string is not (`fp16_tflops = true` is a mistake,
+    # not a 1); TOML's nan and inf are refused.
+    return core_schema.float_schema(strict=True, allow_inf_nan=False, **bounds)  # type: ignore[arg-type]
 
 
-def number(expected: str, ok: Callable[[float], bool] = lambda _: True) -> Check:
-    """A finite real number (never a bool) for which ``ok`` holds, read as a float."""
-
-    def read(value: object) -> float | None:
-        real = _real(value)
-        return real if real is not None and ok(real) else None
-
-    return Check(expected, read)
+def number(expected: str, **bounds: float) -> Check:
+    """A finite real number within ``bounds`` (``gt``, ``ge``, ``lt``, ``le``), as a float."""
+    return Check(expected, _finite(**bounds))
 
 
-def whole(expected: str, ok: Callable[[float], bool] = lambda _: True) -> Check:
-    """A whole number (``4`` or ``4.0``, never a bool) for which ``ok`` holds, read as an int."""
-
-    def read(value: object) -> int | None:
-        real = _real(value)
-        return int(real) if real is not None and real == int(real) and ok(real) else None
-
-    return Check(expected, read)
+def whole(expected: str, **bounds: float) -> Check:
+    """A whole number within ``bounds``: ``4`` or ``4.0`` (never ``true``), as an int."""
+    as_int = core_schema.no_info_after_validator_function(int, _finite(multiple_of=1, **bounds))
+    exact = core_schema.int_schema(strict=True, **bounds)  # type: ignore[arg-type]
+    return Check(expected, core_schema.union_schema([exact, as_int], mode="left_to_right"))
 
 
-def choice(*options: object) -> Check:
-    """One of ``options``, of the same type (``scenario = true`` is not scenario 1)."""
-
-    def read(value: object) -> object:
-        return next((o for o in options if type(value) is type(o) and value == o), None)
-
-    return Check(f"one of {', '.join(map(str, options))}", read)
-
-
-def _text(value: object) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
+def choice(*options: str | int) -> Check:
+    """One of ``options``, of their type (``scenario = true`` is not scenario 1)."""
+    kind = core_schema.int_schema(strict=True) if isinstance(options[0], int) else _STRING
+    literal = core_schema.literal_schema(list(options))
+    return Check(
+        f"one of {', '.join(map(str, options))}", core_schema.chain_schema([kind, literal])
+    )
 
 
 def texts(expected: str, ok: Callable[[str], bool] = lambda _: True) -> Check:
-    """A non-empty list of non-empty texts for which ``ok`` holds, read as a tuple."""
+    """A non-empty list of non-empty texts for which ``ok`` holds, as a tuple."""
 
-    def read(value: object) -> tuple[str, ...] | None:
-        if not isinstance(value, list) or not value:
-            return None
-        if not all(isinstance(v, str) and v.strip() and ok(v) for v in value):
-            return None
+    def read(value: list[str]) -> tuple[str, ...]:
+        if not all(ok(v) for v in value):
+            raise ValueError(expected)
         return tuple(value)
 
-    return Check(expected, read)
+    items = core_schema.list_schema(_TEXT, min_length=1, strict=True)
+    return Check(expected, core_schema.no_info_after_validator_function(read, items))
 
 
-POSITIVE = number("a positive number", lambda v: v > 0)
-NON_NEGATIVE = number("a non-negative number", lambda v: v >= 0)
-FRACTION = number("a fraction in (0, 1]", lambda v: 0 < v <= 1)
+_STRING = core_schema.str_schema(strict=True)
+_TEXT = core_schema.str_schema(strict=True, strip_whitespace=True, min_length=1)
+
+POSITIVE = number("a positive number", gt=0)
+NON_NEGATIVE = number("a non-negative number", ge=0)
+FRACTION = number("a fraction in (0, 1]", gt=0, le=1)
 NUMBER = number("a finite number")
-WHOLE = whole("a whole number >= 0", lambda v: v >= 0)
-POSITIVE_WHOLE = whole("a positive whole number", lambda v: v > 0)
-TEXT = Check("non-empty text", _text)
-FLAG = Check("true or false", lambda v: v if isinstance(v, bool) else None)
+WHOLE = whole("a whole number >= 0", ge=0)
+POSITIVE_WHOLE = whole("a positive whole number", gt=0)
+TEXT = Check("non-empty text", _TEXT)
+FLAG = Check("true or false", core_schema.bool_schema(strict=True))
 
 # The types of fields; ``Opt...`` ones may be left out (default ``None``).
 Positive = Annotated[float, POSITIVE]
@@ -201,11 +189,15 @@ Flag = Annotated[bool, FLAG]
 
 
 def read_text(path: Path, error: type[Exception]) -> str:
-    """A user's file as text; unreadable (missing, a folder, not UTF-8) raises ``error``."""
+    """A user's file as text, through the one input reader (regular files only, a size cap,
+    UTF-8 or UTF-16): a named pipe, a device, a folder or a binary file raises ``error``."""
+    from hwadvisor.errors import InputError
+    from hwadvisor.inputfile import read_input
+
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot be read: {exc}") from exc
+        return read_input(path)
+    except InputError as exc:
+        raise error(str(exc)) from exc
 
 
 def load_toml(model: type[M], text: str, origin: str, error: type[Exception]) -> M:

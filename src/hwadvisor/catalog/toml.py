@@ -24,4 +24,6 @@ def parse_toml(text: str, origin: str, error: type[Exception]) -> dict[str, Any]
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{origin}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise error(f"{origin}: nested too deeply to be a data file") from exc
     return data
