@@ -101,3 +101,23 @@ def test_a_huge_string_is_cut_on_loading(tmp_path: Path) -> None:
     page = (tmp_path / "out" / "huge.html").read_text(encoding="utf-8")
     assert "characters cut]" in page
     assert len(page) < 2_000_000
+
+
+def test_charts_stay_valid_xml_with_hostile_names() -> None:
+    import base64
+    import re
+    import xml.etree.ElementTree as ET
+
+    from hwadvisor.render.html import render_html
+
+    doc = json.loads(BASE.read_text(encoding="utf-8"))
+    doc["host"]["hostname"]["value"] = HOSTILE
+    doc["gpus"][0]["name"]["value"] = "RTX\u0000\u001b[31m\u202e3080"
+    page = render_html(parse_profile(json.dumps(doc)), source_sha256="0" * 64)
+    charts = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", page)
+    assert len(charts) >= 3
+    for chart in charts:
+        svg = base64.b64decode(chart).decode("utf-8")
+        _clean(svg)
+        ET.fromstring(svg)  # raises on invalid XML
+    _clean(page)
