@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
+from pydantic_core import core_schema
 
 from hwadvisor import advise
 from hwadvisor.advise import Candidate, Rules
@@ -192,7 +193,7 @@ class Summary:
 # --------------------------------------------------------------------------------------------
 # Loading
 
-_SLUG = Check("a lower-case slug", lambda v: v if isinstance(v, str) and _ID.match(v) else None)
+_SLUG = Check("a lower-case slug", core_schema.str_schema(strict=True, pattern=_ID.pattern))
 
 
 class _Row(DataModel):

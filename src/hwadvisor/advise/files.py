@@ -57,7 +57,7 @@ _METRICS = (
 )
 _KINDS = ("conv", "transformer", "classical")
 #: A prices file's date: text, or a TOML date.
-_DATE = Check(
+_DATE = Check.reading(
     "a date", lambda v: str(v) if isinstance(v, (str, datetime.date)) and str(v).strip() else None
 )
 
@@ -131,7 +131,7 @@ class _Settings(DataModel):
     usable_memory_fraction: Fraction = 0.9
     shard_states_across_gpus: Flag = True
     network_gbs_per_gpu: Annotated[
-        float, number("a number of GB/s in (0, 10000]", lambda v: 0 < v <= 10_000)
+        float, number("a number of GB/s in (0, 10000]", gt=0, le=10_000)
     ] = 25.0
 
 
@@ -205,7 +205,7 @@ def _kinds(value: object) -> str | list[str] | None:
     return None
 
 
-_KIND_OR_KINDS = Check(f"one of {', '.join(_KINDS)}, or a list of them", _kinds)
+_KIND_OR_KINDS = Check.reading(f"one of {', '.join(_KINDS)}, or a list of them", _kinds)
 
 
 class _Conditions(DataModel):
