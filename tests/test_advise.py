@@ -468,6 +468,37 @@ def test_prices_file_errors(tmp_path: Path, text: str) -> None:
         load_prices(path)
 
 
+def test_a_price_for_no_rung_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hwadvisor.cli import main
+
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        '[[price]]\nhardware = "24 GB high-end GPU (RTX 4090 clas)"\nhourly = 0.5\n',
+        encoding="utf-8",
+    )
+    profile = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+    code = main(["advise", "-p", str(profile), "-w", "small-cnn", "--prices", str(path)])
+    err = capsys.readouterr().err
+    assert code == 5
+    assert "is not a rung of the hardware ladder" in err
+    assert "did you mean '24 GB high-end GPU (RTX 4090 class)'" in err
+
+
+def test_a_catch_all_rule_must_come_last(tmp_path: Path) -> None:
+    text = _builtin_text()
+    first = text.index("[[rule]]")
+    catch_all = '[[rule]]\nid = "anything"\nscenario = 4\nwhen = {}\nbecause = "x"\n\n'
+    message = _bad_rules(tmp_path, text[:first] + catch_all + text[first:])
+    assert "'anything' has no conditions" in message and "put it last" in message
+    # Last, it is the usual fallback (the built-in "needs-scale").
+    path = tmp_path / "ok.toml"
+    path.write_text(text, encoding="utf-8")
+    last = load_rules(path).rules[-1]
+    assert last.id == "needs-scale" and last.when == {}
+
+
 # --------------------------------------------------------------------------------------------
 # GPUs and absurd workloads
 

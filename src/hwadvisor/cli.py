@@ -385,7 +385,7 @@ def _advice_request(
     rules: Path | None,
     prices: Path | None,
 ) -> _AdviceRequest:
-    from hwadvisor.advise import load_prices, load_rules, resolve_gpu
+    from hwadvisor.advise import check_prices, load_prices, load_rules, resolve_gpu
     from hwadvisor.workloads import WorkloadError, custom_workload, get_workload
 
     try:
@@ -401,9 +401,11 @@ def _advice_request(
     except WorkloadError as exc:
         raise UsageError(str(exc)) from exc
     assume = [(resolve_gpu(name), gpus) for name in assume_gpu or []]
-    return _AdviceRequest(
-        chosen, load_rules(rules), load_prices(prices) if prices else None, assume
-    )
+    ladder = load_rules(rules)
+    priced = load_prices(prices) if prices else None
+    if priced is not None:
+        check_prices(priced, ladder)
+    return _AdviceRequest(chosen, ladder, priced, assume)
 
 
 def _seconds_between(option: str, value: float | None, low: float, high: float) -> float | None:

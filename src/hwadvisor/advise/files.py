@@ -4,6 +4,7 @@ prices, each read with one-line errors naming file, entry and key."""
 from __future__ import annotations
 
 import datetime
+import difflib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -269,6 +270,12 @@ class _RulesFile(DataModel):
         if not self.rule:
             raise ValueError("no [[rule]]")
         unique((r.id for r in self.rule), "rule")
+        for rule in self.rule[:-1]:
+            if not rule.when.as_dict():
+                raise ValueError(
+                    f"rule {rule.id!r} has no conditions: it matches every workload, so the "
+                    "rules after it could never match; put it last"
+                )
         return self
 
     def rules(self, source: str) -> Rules:
@@ -341,6 +348,20 @@ class _PricesFile(DataModel):
             raise ValueError("no [[price]] entries")
         unique((p.hardware for p in self.price), "[[price]] hardware")
         return self
+
+
+def check_prices(prices: Prices, rules: Rules) -> None:
+    """Every priced hardware must be a rung of the ladder (its title or role): a price under a
+    name nothing matches would be silently left out of every cost. :class:`InputError`."""
+    known = [c.title for c in rules.candidates] + [c.role for c in rules.candidates]
+    for name in prices.by_title:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=3, cutoff=0.3)
+            hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+            raise InputError(
+                f"{prices.source}: [[price]] hardware {name!r} is not a rung of the hardware "
+                f"ladder (a candidate's title or role in the rules){hint}"
+            )
 
 
 def load_prices(path: Path) -> Prices:
