@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, create_model, model_validator
+from pydantic import Field, PrivateAttr, create_model, model_validator
 
 from hwadvisor.advise.names import _suggest
 from hwadvisor.catalog.peaks import (
@@ -209,29 +209,14 @@ def _kinds(value: object) -> str | list[str] | None:
 _KIND_OR_KINDS = Check.reading(f"one of {', '.join(_KINDS)}, or a list of them", _kinds)
 
 
-class _Conditions(DataModel):
-    """A rule's ``when``: kept in the file's order (the trace shows them so)."""
-
-    _order: tuple[str, ...] = PrivateAttr(())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _in_file_order(cls, data: Any, handler: ModelWrapValidatorHandler[_Conditions]) -> Any:
-        conditions = handler(data)
-        conditions._order = tuple(data) if isinstance(data, dict) else ()
-        return conditions
-
-    def as_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in self._order}
-
-
 if TYPE_CHECKING:
-    _When = _Conditions
+    _When = DataModel
 else:
-    # workload_kind, <metric>_at_most / _at_least (a number), <role>_fits (true or false).
+    # A rule's conditions: workload_kind, <metric>_at_most / _at_least (a number), <role>_fits
+    # (true or false). Read back in this order (kind, metrics, fits), whatever the file's.
     _When = create_model(
         "_When",
-        __base__=_Conditions,
+        __base__=DataModel,
         workload_kind=(Annotated[str | list[str] | None, _KIND_OR_KINDS], None),
         **{
             f"{metric}{bound}": (OptNumber, None)
@@ -250,7 +235,10 @@ class _Rule(DataModel):
 
     def rule(self) -> Rule:
         return Rule(
-            id=self.id, scenario=self.scenario, when=self.when.as_dict(), because=self.because
+            id=self.id,
+            scenario=self.scenario,
+            when=self.when.model_dump(exclude_unset=True),
+            because=self.because,
         )
 
 
@@ -271,7 +259,7 @@ class _RulesFile(DataModel):
             raise ValueError("no [[rule]]")
         unique((r.id for r in self.rule), "rule")
         for rule in self.rule[:-1]:
-            if not rule.when.as_dict():
+            if not rule.when.model_fields_set:
                 raise ValueError(
                     f"rule {rule.id!r} has no conditions: it matches every workload, so the "
                     "rules after it could never match; put it last"
