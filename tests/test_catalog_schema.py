@@ -15,6 +15,7 @@ import pytest
 from hwadvisor.advise import RulesError, load_prices, load_rules
 from hwadvisor.calibration import CalibrationError, load_calibration
 from hwadvisor.catalog import CatalogError, find_gpu_peak, load_catalog
+from hwadvisor.catalog.drivers import load_driver_branches
 from hwadvisor.catalog.schema import DataModel, OptPositive, Text, load_table
 from hwadvisor.errors import InputError
 from hwadvisor.memory import (
@@ -544,6 +545,41 @@ def test_memory_case_file_level_rules(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# drivers.toml
+
+
+def _drivers(tmp_path: Path, old: str, new: str, *parts: str) -> str:
+    text = _change(_packaged("drivers.toml"), old, new)
+    return _refused(tmp_path, load_driver_branches, text, CatalogError, *parts)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('"12.8" = 570', '"12.8" = "570"', "key 'linux_driver_branch.12.8' must be a positive"),
+        ('"12.8" = 570', '"12.8" = true', "key 'linux_driver_branch.12.8' must be a positive"),
+        ('"12.8" = 570', '"12.8" = -570', "whole number, got -570"),
+        ('"12.8" = 570', '"12.8" = nan', "whole number, got nan"),
+        ('"12.8" = 570', '"12.8" = 570.5', "whole number, got 570.5"),
+        ('"12.8" = 570', '"12.x" = 570', "the name of key 'linux_driver_branch.12.x' must be a"),
+        ("[linux_driver_branch]", "[linux_driver_branches]", "unknown top-level key "),
+        ("[linux_driver_branch]", "[windows]\n[linux_driver_branch]", "(known: linux_driver_"),
+    ],
+)
+def test_bad_driver_branches_name_file_and_key(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    _drivers(tmp_path, old, new, expected)
+
+
+def test_a_new_cuda_release_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "drivers.toml"
+    path.write_text(_packaged("drivers.toml") + '"13.1" = 585\n', encoding="utf-8")
+    assert load_driver_branches(path)[(13, 1)] == 585
+    assert load_driver_branches()[(12, 8)] == 570 and (13, 1) not in load_driver_branches()
+
+
+# --------------------------------------------------------------------------------------------
 # Every packaged file
 
 
@@ -555,6 +591,7 @@ def test_memory_case_file_level_rules(tmp_path: Path) -> None:
         ("calibration.toml", load_calibration),
         ("rules.toml", load_rules),
         ("memory_cases.toml", lambda path: load_memory_cases(path.read_text("utf-8"), str(path))),
+        ("drivers.toml", load_driver_branches),
     ],
 )
 def test_every_packaged_file_loads_as_it_is_and_from_a_copy(

@@ -51,7 +51,14 @@ def test_wheel_contains_probes_and_templates(wheel: Path) -> None:
     source = ROOT / "src" / "hwadvisor"
     for init in source.rglob("__init__.py"):
         assert f"hwadvisor/{init.relative_to(source).as_posix()}" in names
-    for data in ("calibration.toml", "memory_cases.toml", "gpus.toml", "rules.toml"):
+    for data in (
+        "calibration.toml",
+        "memory_cases.toml",
+        "gpus.toml",
+        "rules.toml",
+        "workloads.toml",
+        "drivers.toml",
+    ):
         assert f"hwadvisor/catalog/{data}" in names
     assert not any(n.startswith(("tests/", "probes/", "templates/")) for n in names)
 

@@ -26,13 +26,6 @@ _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Said instead of an install command: the right command depends on OS, package manager and CUDA.
 _SELECTOR = "PyTorch's 'Get started' selector gives the command"
 
-#: Oldest Linux driver branch for each CUDA toolkit release (CUDA release notes, "Table 3").
-_DRIVER_BRANCH = {
-    (11, 6): 510, (11, 7): 515, (11, 8): 520,
-    (12, 0): 525, (12, 1): 530, (12, 2): 535, (12, 3): 545, (12, 4): 550,
-    (12, 5): 555, (12, 6): 560, (12, 8): 570, (12, 9): 575, (13, 0): 580,
-}  # fmt: skip
-
 #: Jetson (integrated) compute capabilities: binaries for them run nowhere else, and vice versa.
 _INTEGRATED_CC = {53, 62, 72, 87}
 
@@ -137,7 +130,10 @@ def _driver_too_old(profile: Profile) -> bool:
 
 
 def _driver_hint(cuda: tuple[int, int]) -> str:
-    branch = _DRIVER_BRANCH.get(cuda)
+    # The oldest driver of each CUDA release: catalog/drivers.toml, read only when it is named.
+    from hwadvisor.catalog.drivers import load_driver_branches
+
+    branch = load_driver_branches().get(cuda)
     if branch is None:
         return f"a driver that supports CUDA {cuda[0]}.{cuda[1]}"
     return f"driver {branch} or newer"

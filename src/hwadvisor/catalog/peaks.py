@@ -63,7 +63,8 @@ GPU_CLASSES = ("datacenter", "workstation", "consumer")
 
 
 class CatalogError(ValueError):
-    """The GPU catalog file is malformed; the message names the file, the entry and the key."""
+    """A catalog file (GPUs, driver branches) is malformed; the message names the file, the
+    entry and the key."""
 
 
 @dataclass(frozen=True)

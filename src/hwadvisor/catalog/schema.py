@@ -322,6 +322,9 @@ def describe(
             path.append(part)
         node = _child(node, part)
     place = ": ".join(places)
+    named = bool(path) and path[-1] == "[key]"  # a table's key name itself is wrong
+    if named:
+        path.pop()
     key = ".".join(path)
     kind = error["type"]
     given = f", got {_shown(error['input'])}"
@@ -333,7 +336,7 @@ def describe(
     if kind == "value_error":  # a cross-field rule of the model: its own one-line message
         message = " ".join(str(error.get("ctx", {}).get("error", error["msg"])).split())
         return f"{place}: {key}: {message}" if key else f"{place}: {message}"
-    subject = f"key {key!r} " if key else ""
+    subject = f"the name of key {key!r} " if named else f"key {key!r} " if key else ""
     if kind == _VALUE_ERROR:
         return f"{place}: {subject}{error['msg']}{given}"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
