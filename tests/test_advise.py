@@ -468,9 +468,7 @@ def test_prices_file_errors(tmp_path: Path, text: str) -> None:
         load_prices(path)
 
 
-def test_a_price_for_no_rung_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_price_for_no_rung_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from hwadvisor.cli import main
 
     path = tmp_path / "prices.toml"
