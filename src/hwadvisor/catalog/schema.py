@@ -1,6 +1,7 @@
 """The one reader of hwadvisor's data files: every catalog (``gpus.toml``, ``workloads.toml``,
-``calibration.toml``, ``memory_cases.toml``, ``rules.toml``) and users' rules and price files is
-a pydantic model of :class:`DataModel` rows, read by :func:`load_toml` or :func:`load_table`.
+``calibration.toml``, ``memory_cases.toml``, ``rules.toml``, ``drivers.toml``) and users' rules
+and price files is a pydantic model of :class:`DataModel` tables, read by :func:`load_toml` or
+:func:`load_table`.
 
 What every file gets from here: unknown keys refused (with the nearest known key); numbers that
 are real numbers (``true`` is not a 1), finite (TOML's ``nan`` and ``inf`` refused), positive
@@ -74,8 +75,9 @@ _SHOWN = 80
 
 
 class DataModel(BaseModel):
-    """A table of a data file: unknown keys refused, nothing coerced. Models are built on first
-    use (``defer_build``), so that importing a module costs nothing for files it never reads."""
+    """A table of a data file: unknown keys refused, nothing coerced. A model's validator is
+    built when it first reads a file (``defer_build``): a module that declares models it never
+    uses pays for the declaration only."""
 
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
