@@ -647,8 +647,15 @@ def test_the_first_call_and_context_are_timed_once_per_gpu(real_torch: Any, no_n
     assert second.first_call_seconds is not None and second.first_call_seconds > 0
 
 
+@pytest.fixture
+def never_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sizing by memory alone: the CPU standing in for a GPU is slow (more so on a loaded
+    machine), and the slow-GPU halving must not blur what a memory test checks."""
+    monkeypatch.setattr(gpu, "SLOW_REP_SHARE", 1e9)
+
+
 def test_matmul_halves_n_on_out_of_memory_and_records_the_size_used(
-    real_torch: Any, no_nvml: None
+    real_torch: Any, no_nvml: None, never_slow: None
 ) -> None:
     fits = 256 * 256 * 4
     torch = CpuAsCuda(real_torch, FakeCuda(), oom_above=fits)
@@ -668,7 +675,9 @@ def test_matmul_out_of_memory_at_the_smallest_size_is_an_error(
         run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 512}), torch)
 
 
-def test_matmul_size_comes_down_to_the_free_memory(real_torch: Any, no_nvml: None) -> None:
+def test_matmul_size_comes_down_to_the_free_memory(
+    real_torch: Any, no_nvml: None, never_slow: None
+) -> None:
     cuda = FakeCuda(free=int(3 * 512 * 512 * 4 / gpu.MEMORY_SHARE))
     torch = CpuAsCuda(real_torch, cuda)
     (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 2048}), torch)
