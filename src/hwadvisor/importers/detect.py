@@ -8,6 +8,7 @@ torch; every error is an :class:`~hwadvisor.errors.InputError` with a one-line m
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -25,27 +26,31 @@ from hwadvisor.importers.nvidia_smi_table import (
     looks_like_nvidia_smi_table,
     parse_nvidia_smi_table,
 )
+from hwadvisor.importers.nvidia_smi_text import looks_like_nvidia_smi_q, parse_nvidia_smi_q
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
 from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
     Diagnostics,
+    Finding,
     HostIdentity,
     ProbeRun,
     ProbeStatus,
     Profile,
+    Severity,
     ToolInfo,
 )
 from hwadvisor.readiness import assess
 
 UNKNOWN_FORMAT = (
-    "not a recognised format: expected collect_env output, nvidia-smi -q -x XML, "
+    "not a recognised format: expected collect_env output, nvidia-smi -q text or -q -x XML, "
     "an nvidia-smi table or an hwadvisor profile"
 )
 
 COLLECT_ENV = "collect_env output"
 SMI_XML = "nvidia-smi -q -x XML"
 SMI_TABLE = "nvidia-smi table"
+SMI_Q = "nvidia-smi -q text"
 PROFILE = "hwadvisor profile"
 
 #: Control characters other than tab, CR, LF: text files do not hold them.
@@ -74,10 +79,10 @@ def import_text(text: str, origin: str) -> Profile:
         # A saved profile keeps its own envelope, findings and diagnostics.
         return parse_profile(text, origin)
     try:
-        profile = _parse(kind, text)
+        read = _parse(kind, text)
     except (CollectEnvError, NvidiaSmiTableError, NvidiaSmiXmlError) as exc:
         raise InputError(f"{origin}: unreadable {kind}: {_one_line(str(exc))}") from exc
-    return _finish(profile, kind)
+    return _finish(read, kind)
 
 
 def detect_format(text: str) -> str | None:
@@ -93,6 +98,8 @@ def detect_format(text: str) -> str | None:
         return COLLECT_ENV
     if body.startswith("<") and "<nvidia_smi_log" in body:
         return SMI_XML
+    if looks_like_nvidia_smi_q(text):
+        return SMI_Q
     if looks_like_nvidia_smi_table(text):
         return SMI_TABLE
     if "<nvidia_smi_log" in body:
@@ -100,13 +107,35 @@ def detect_format(text: str) -> str | None:
     return None
 
 
-def _parse(kind: str, text: str) -> Profile:
+@dataclass
+class _Read:
+    """An imported profile with what the envelope needs from the source."""
+
+    profile: Profile
+    when_utc: str | None = None
+    """The source's own timestamp, where it has one."""
+    truncated: str | None = None
+    """Why the input looks cut off, where it does."""
+
+
+def _parse(kind: str, text: str) -> _Read:
     if kind == COLLECT_ENV:
-        return parse_collect_env(text)
+        return _Read(parse_collect_env(text))
+    if kind == SMI_Q:
+        read = parse_nvidia_smi_q(text)
+        profile = Profile(
+            tool=ToolInfo(version=__version__),
+            created_utc=read.timestamp_utc or now_utc(),
+            nvml=read.nvml,
+            gpus=read.gpus,
+        )
+        return _Read(profile, read.timestamp_utc, read.truncated)
     if kind == SMI_TABLE:
-        return parse_nvidia_smi_table(text)
+        return _Read(parse_nvidia_smi_table(text))
     nvml, gpus = parse_nvidia_smi_xml(_xml_part(text))
-    return Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
+    return _Read(
+        Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
+    )
 
 
 def _xml_part(text: str) -> str:
@@ -117,27 +146,44 @@ def _xml_part(text: str) -> str:
     return text[start:] if start > 0 else text
 
 
-def _finish(profile: Profile, kind: str) -> Profile:
-    """The envelope an import has: no hostname, one diagnostics entry, assessed findings."""
+def _finish(read: _Read, kind: str) -> Profile:
+    """The envelope an import has: no hostname, the source's time where it has one, one
+    diagnostics entry, assessed findings (and one saying so when the input was cut off)."""
+    profile = read.profile
     profile.tool = ToolInfo(version=__version__)
-    profile.created_utc = now_utc()
+    profile.created_utc = read.when_utc or now_utc()
     profile.host = HostIdentity(
         hostname=unknown(f"imported from {kind}"),
         machine_id=unknown(f"imported from {kind}"),
     )
+    message = f"imported from {kind}; no hardware was probed"
+    if read.when_utc:
+        message += f"; taken {read.when_utc} by the source's clock"
+    if read.truncated:
+        message += f"; input cut off ({read.truncated})"
     profile.diagnostics = Diagnostics(
         probes=[
             ProbeRun(
                 name="import",
-                status=ProbeStatus.OK,
+                status=ProbeStatus.OK,  # a cut paste is read, not failed: see the finding
                 seconds=0.0,
-                message=f"imported from {kind}; no hardware was probed",
+                message=message,
             )
         ]
     )
     fill_from_catalog(profile)
     _mark_unknown(profile, f"not in {kind}")
     profile.findings = assess(profile)
+    if read.truncated:
+        profile.findings.append(
+            Finding(
+                id="input-truncated",
+                severity=Severity.WARNING,
+                title="The imported text was cut off",
+                detail=f"{kind}: {read.truncated}; what follows the cut is unknown",
+                fix="paste or attach the whole output to have every GPU and fact",
+            )
+        )
     return profile
 
 

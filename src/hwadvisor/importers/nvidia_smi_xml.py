@@ -53,7 +53,12 @@ def parse_nvidia_smi_xml(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
     that reason. Raises :class:`NvidiaSmiXmlError` (a ``ValueError``) on malformed XML, on any
     DTD internal subset or entity declaration, and on a root other than ``<nvidia_smi_log>``.
     """
-    root = _parse(text)
+    return gpus_from_root(_parse(text))
+
+
+def gpus_from_root(root: ET.Element) -> tuple[NvmlInfo, list[GpuInfo]]:
+    """The driver facts and GPUs of an ``<nvidia_smi_log>`` tree (parsed XML, or the tree the
+    ``nvidia-smi -q`` text importer builds)."""
     gpu_elements = root.findall("gpu")
     attached = _int(_text(root, "attached_gpus"), "")
     device_count: Fact[int] = attached if attached.known else fact(len(gpu_elements), SRC)

@@ -1,0 +1,171 @@
+"""``nvidia-smi -q`` (``nvidia-smi -a``) as plain text: the most pasted GPU description there is.
+
+The text is the XML report (``nvidia-smi -q -x``) written as indented ``Key : value`` lines. This
+module turns it back into that XML tree, naming each line as the XML does, and lets the XML
+importer read it: one reading of the facts for both. Pastes are read as pasted: a shell prompt,
+Markdown fences or ``>`` quote marks around it, any driver's wording (396 to 580), and a paste cut
+off part-way (the GPUs read up to the cut are kept, and the cut is reported).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, gpus_from_root
+from hwadvisor.model.profile import GpuInfo, NvmlInfo
+
+__all__ = ["SmiText", "looks_like_nvidia_smi_q", "parse_nvidia_smi_q"]
+
+_BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
+_GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[^:]+?)\s*(?::\s*(?P<value>.*?))?\s*$")
+_TIMESTAMP_FORMAT = "%a %b %d %H:%M:%S %Y"
+
+#: Where the text's wording differs from the XML's element names: (parent, text key) → XML
+#: name. Keys not listed become their words in lower case joined by "_" ("Product Name" →
+#: product_name), which is the XML's own name for most of them.
+_RENAMES: dict[tuple[str, str], str] = {
+    ("gpu", "serial_number"): "serial",
+    ("gpu", "gpu_uuid"): "uuid",
+    ("gpu", "gpu_current_temp"): "gpu_temp",
+    ("pci", "bus_id"): "pci_bus_id",
+    ("pci", "gpu_link_info"): "pci_gpu_link_info",
+    ("pci_gpu_link_info", "pcie_generation"): "pcie_gen",
+    ("pci_gpu_link_info", "link_width"): "link_widths",
+    ("pcie_gen", "max"): "max_link_gen",
+    ("pcie_gen", "current"): "current_link_gen",
+    ("link_widths", "max"): "max_link_width",
+    ("link_widths", "current"): "current_link_width",
+    ("mig_mode", "current"): "current_mig",
+    ("mig_mode", "pending"): "pending_mig",
+    ("ecc_mode", "current"): "current_ecc",
+    ("ecc_mode", "pending"): "pending_ecc",
+    ("temperature", "gpu_current_temp"): "gpu_temp",
+    ("utilization", "gpu"): "gpu_util",
+    ("utilization", "memory"): "memory_util",
+    ("clocks", "graphics"): "graphics_clock",
+    ("clocks", "sm"): "sm_clock",
+    ("clocks", "memory"): "mem_clock",
+    ("clocks", "video"): "video_clock",
+    ("max_clocks", "graphics"): "graphics_clock",
+    ("max_clocks", "sm"): "sm_clock",
+    ("max_clocks", "memory"): "mem_clock",
+    ("max_clocks", "video"): "video_clock",
+    ("power_readings", "power_limit"): "power_limit",
+    ("gpu_power_readings", "current_power_limit"): "current_power_limit",
+    ("compute_capability", ""): "compute_cap",
+}
+#: Sections whose children the XML names by what they are (``<mig_device>``), not by index.
+_LISTS = {"mig_devices": "mig_device", "processes": "process_info"}
+
+
+@dataclass
+class SmiText:
+    """What a ``nvidia-smi -q`` text holds."""
+
+    nvml: NvmlInfo
+    gpus: list[GpuInfo]
+    timestamp_utc: str | None
+    """The report's own time (nvidia-smi prints the machine's local time; taken as UTC, which
+    is what most servers run on), or None when absent or unreadable."""
+    truncated: str | None
+    """Why the text looks cut off (fewer GPUs than "Attached GPUs", a GPU without its memory
+    section), or None."""
+
+
+def looks_like_nvidia_smi_q(text: str) -> bool:
+    """The ``==NVSMI LOG==`` banner, or a GPU section of ``Key : value`` lines."""
+    if _BANNER.search(text):
+        return True
+    lines = [line.strip() for line in clean_paste(text).splitlines()]
+    return any(_GPU_HEADER.match(line) for line in lines) and any(
+        line.startswith("Product Name") and ":" in line for line in lines
+    )
+
+
+def clean_paste(text: str) -> str:
+    """What a paste wraps around tool output, taken off: Markdown code fences, ``>`` quote
+    marks on every line, trailing carriage returns, HTML ``&nbsp;``."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ").split("\n")
+    quoted = [line for line in lines if line.strip()]
+    if quoted and all(line.lstrip().startswith(">") for line in quoted):
+        lines = [re.sub(r"^\s*>\s?", "", line) for line in lines]
+    return "\n".join(line for line in lines if not line.lstrip().startswith("```"))
+
+
+def _name(parent: str, key: str) -> str:
+    words = re.sub(r"[^0-9A-Za-z]+", "_", key.strip()).strip("_").lower()
+    return _RENAMES.get((parent, words), words or "value")
+
+
+def _to_xml(text: str) -> ET.Element:
+    """The text as the ``<nvidia_smi_log>`` tree ``nvidia-smi -q -x`` would have written."""
+    root = ET.Element("nvidia_smi_log")
+    # (indent, element) from the root down to the section the next line belongs to.
+    stack: list[tuple[int, ET.Element]] = [(-1, root)]
+    started = False
+    for raw in text.split("\n"):
+        if not raw.strip():
+            continue
+        if _BANNER.match(raw.strip()):
+            started = True
+            continue
+        header = _GPU_HEADER.match(raw.strip())
+        if header and len(raw) - len(raw.lstrip()) == 0:
+            started = True
+            gpu = ET.SubElement(root, "gpu", id=header.group(1))
+            stack = [(-1, root), (0, gpu)]
+            continue
+        line = _LINE.match(raw.expandtabs(4))
+        if line is None or not started:
+            continue  # a shell prompt or notes before the report
+        indent = len(line.group("indent"))
+        while len(stack) > 1 and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        tag = _name(parent.tag, line.group("key"))
+        if parent.tag in _LISTS and tag.startswith("device"):
+            tag = _LISTS[parent.tag]
+        if not re.match(r"^[a-z_][a-z0-9_]*$", tag):
+            continue
+        element = ET.SubElement(parent, tag)
+        value = line.group("value")
+        if value:
+            element.text = value
+        else:
+            stack.append((indent, element))
+        if tag == "attached_gpus" and parent is root:
+            started = True
+    return root
+
+
+def _timestamp(root: ET.Element) -> str | None:
+    raw = (root.findtext("timestamp") or "").strip()
+    try:
+        when = datetime.strptime(" ".join(raw.split()), _TIMESTAMP_FORMAT)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _truncated(root: ET.Element, gpus: list[GpuInfo]) -> str | None:
+    attached = (root.findtext("attached_gpus") or "").strip()
+    if attached.isdigit() and int(attached) > len(gpus):
+        return f"{len(gpus)} of the {attached} attached GPUs are in the text"
+    last = root.findall("gpu")[-1:] if gpus else []
+    if last and last[0].find("fb_memory_usage") is None:
+        return "the last GPU's section ends before its memory usage"
+    return None
+
+
+def parse_nvidia_smi_q(text: str) -> SmiText:
+    """Read ``nvidia-smi -q`` text. Raises :class:`NvidiaSmiXmlError` (the XML importer's) when
+    no GPU section or driver line can be found."""
+    root = _to_xml(clean_paste(text))
+    if not root.findall("gpu") and root.find("driver_version") is None:
+        raise NvidiaSmiXmlError("no GPU section and no driver version in the nvidia-smi -q text")
+    nvml, gpus = gpus_from_root(root)
+    return SmiText(nvml, gpus, _timestamp(root), _truncated(root, gpus))
