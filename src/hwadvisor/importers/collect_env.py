@@ -62,8 +62,44 @@ class CollectEnvError(ValueError):
 _CPU_SECTION = re.compile(r"^\s*CPU:[ \t]*\r?\n[ \t]*Architecture:")
 
 
+#: vLLM's and SGLang's layout: sections between ``====`` banner lines, ``Key   : value`` lines.
+_BANNER = re.compile(r"^\s*={10,}\s*$")
+_ALIGNED = re.compile(r"^([A-Za-z][^:\n]*?)\s+:[ \t]?(.*)$")
+#: Sections of the sectioned layout after which no header line of torch's layout comes.
+_AFTER_HEADER = ("vllm info", "sglang info", "environment variables", "versions of relevant")
+
+
+def unsection(text: str) -> str:
+    """vLLM's/SGLang's sectioned collect_env written as torch's own layout (the one the parser
+    reads): banners dropped, ``Key   : value`` as ``Key: value``, the "CPU Info" section under a
+    ``CPU:`` line, and what follows the hardware sections (library versions, vLLM's settings,
+    environment variables) under "Versions of relevant libraries", which the parser skips.
+    Text in torch's layout comes back as it was."""
+    lines = text.splitlines()
+    if sum(1 for line in lines if _BANNER.match(line)) < 4:
+        return text
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if _BANNER.match(line) and index + 2 < len(lines) and _BANNER.match(lines[index + 2]):
+            title = lines[index + 1].strip().lower()
+            if title == "cpu info":
+                out.append("CPU:")
+            elif title.startswith(_AFTER_HEADER):
+                out.append("Versions of relevant libraries:")
+            index += 3
+            continue
+        aligned = _ALIGNED.match(line)
+        out.append(f"{aligned.group(1)}: {aligned.group(2)}" if aligned else line)
+        index += 1
+    return "\n".join(out)
+
+
 def looks_like_collect_env(text: str) -> bool:
-    """Two of collect_env's fixed header lines start lines of ``text``, or it is the CPU part."""
+    """Two of collect_env's fixed header lines start lines of ``text`` (in torch's layout or
+    vLLM's sectioned one), or it is the CPU part."""
+    text = unsection(text)
     markers = sum(bool(re.search(rf"(?m)^{re.escape(m)}", text)) for m in MARKERS)
     return markers >= 2 or _CPU_SECTION.match(text) is not None
 
@@ -73,7 +109,7 @@ def parse_collect_env(text: str) -> Profile:
 
     Raises :class:`CollectEnvError` when neither a header line nor the CPU section is present.
     """
-    top, gpu_lines, cpu_lines = _split(text)
+    top, gpu_lines, cpu_lines = _split(unsection(text))
     if not cpu_lines and not any(marker.rstrip(":") in top for marker in MARKERS):
         raise CollectEnvError("no collect_env header lines (PyTorch version: ...)")
     torch = _torch(top)
