@@ -1,4 +1,6 @@
-"""Catalogs as data: the GPU peak table (``gpus.toml``) and the peak/efficiency logic."""
+"""Catalogs as data: the GPU peak table (``gpus.toml``) and the peak/efficiency logic. Every
+data file (here and in :mod:`hwadvisor.workloads`, :mod:`hwadvisor.calibration`,
+:mod:`hwadvisor.memory`, :mod:`hwadvisor.advise`) is read through :mod:`.schema`."""
 
 from __future__ import annotations
 
