@@ -272,9 +272,12 @@ def test_smi_table_without_banner_is_rejected() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in IMPORT.glob("*.txt")))
 def test_every_recording_imports_with_envelope(name: str) -> None:
     profile = import_file(IMPORT / name)
-    kind = {"collect_env": "collect_env output", "smi-q-": "nvidia-smi -q text"}.get(
-        next((k for k in ("collect_env", "smi-q-") if name.startswith(k)), ""), "nvidia-smi table"
-    )
+    kinds = {
+        "collect_env": "collect_env output",
+        "smi-q-": "nvidia-smi -q text",
+        "smi-csv-": "nvidia-smi --query-gpu CSV",
+    }
+    kind = next((v for k, v in kinds.items() if name.startswith(k)), "nvidia-smi table")
     assert detect_format(load(name)) == kind
     assert profile.tool.version == __version__
     assert profile.created_utc.endswith("Z")

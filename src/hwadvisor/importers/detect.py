@@ -21,6 +21,7 @@ from hwadvisor.importers.collect_env import (
     now_utc,
     parse_collect_env,
 )
+from hwadvisor.importers.nvidia_smi_csv import looks_like_query_csv, parse_query_csv
 from hwadvisor.importers.nvidia_smi_table import (
     NvidiaSmiTableError,
     looks_like_nvidia_smi_table,
@@ -44,13 +45,14 @@ from hwadvisor.readiness import assess
 
 UNKNOWN_FORMAT = (
     "not a recognised format: expected collect_env output, nvidia-smi -q text or -q -x XML, "
-    "an nvidia-smi table or an hwadvisor profile"
+    "an nvidia-smi table or --query-gpu CSV, or an hwadvisor profile"
 )
 
 COLLECT_ENV = "collect_env output"
 SMI_XML = "nvidia-smi -q -x XML"
 SMI_TABLE = "nvidia-smi table"
 SMI_Q = "nvidia-smi -q text"
+SMI_CSV = "nvidia-smi --query-gpu CSV"
 PROFILE = "hwadvisor profile"
 
 #: Control characters other than tab, CR, LF: text files do not hold them.
@@ -104,6 +106,8 @@ def detect_format(text: str) -> str | None:
         return SMI_TABLE
     if "<nvidia_smi_log" in body:
         return SMI_XML
+    if looks_like_query_csv(text):
+        return SMI_CSV
     return None
 
 
@@ -132,6 +136,11 @@ def _parse(kind: str, text: str) -> _Read:
         return _Read(profile, read.timestamp_utc, read.truncated)
     if kind == SMI_TABLE:
         return _Read(parse_nvidia_smi_table(text))
+    if kind == SMI_CSV:
+        nvml, gpus = parse_query_csv(text)
+        return _Read(
+            Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
+        )
     nvml, gpus = parse_nvidia_smi_xml(_xml_part(text))
     return _Read(
         Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
