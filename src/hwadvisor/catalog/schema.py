@@ -29,26 +29,17 @@ from hwadvisor.catalog.toml import parse_toml
 
 __all__ = [
     "FLAG",
-    "FRACTION",
-    "NON_NEGATIVE",
-    "NUMBER",
-    "POSITIVE",
     "POSITIVE_WHOLE",
-    "TEXT",
-    "WHOLE",
     "Check",
     "DataModel",
     "Flag",
     "Fraction",
-    "NonNegative",
-    "Number",
     "OptFraction",
     "OptNonNegative",
     "OptNumber",
     "OptPositive",
     "OptPositiveWhole",
     "OptText",
-    "OptWhole",
     "Positive",
     "PositiveWhole",
     "Text",
@@ -171,14 +162,11 @@ FLAG = Check("true or false", core_schema.bool_schema(strict=True))
 # The types of fields; ``Opt...`` ones may be left out (default ``None``).
 Positive = Annotated[float, POSITIVE]
 OptPositive = Annotated[float | None, POSITIVE]
-NonNegative = Annotated[float, NON_NEGATIVE]
 OptNonNegative = Annotated[float | None, NON_NEGATIVE]
 Fraction = Annotated[float, FRACTION]
 OptFraction = Annotated[float | None, FRACTION]
-Number = Annotated[float, NUMBER]
 OptNumber = Annotated[float | None, NUMBER]
 Whole = Annotated[int, WHOLE]
-OptWhole = Annotated[int | None, WHOLE]
 PositiveWhole = Annotated[int, POSITIVE_WHOLE]
 OptPositiveWhole = Annotated[int | None, POSITIVE_WHOLE]
 Text = Annotated[str, TEXT]
