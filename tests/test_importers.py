@@ -276,6 +276,7 @@ def test_every_recording_imports_with_envelope(name: str) -> None:
         "collect_env": "collect_env output",
         "smi-q-": "nvidia-smi -q text",
         "smi-csv-": "nvidia-smi --query-gpu CSV",
+        "lscpu-": "lscpu output",
     }
     kind = next((v for k, v in kinds.items() if name.startswith(k)), "nvidia-smi table")
     assert detect_format(load(name)) == kind

@@ -382,6 +382,8 @@ def scale_out(
 
 
 def _fmt_hours(hours: float) -> str:
+    if hours * 60 < 1:
+        return f"{max(1, round(hours * 3600))} s"  # never "0 minutes"
     if hours < 1:
         return f"{hours * 60:.0f} minutes"
     if hours < 48:

@@ -96,6 +96,38 @@ def unsection(text: str) -> str:
     return "\n".join(out)
 
 
+_LSCPU_ARCH = re.compile(r"^Architecture:\s+\S+", re.MULTILINE)
+
+
+def _lscpu_body(text: str) -> str | None:
+    """``lscpu`` output from its "Architecture:" line on (a prompt, fences or other commands
+    before it left out), or None when the text does not start with it within a few lines."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    for index, line in enumerate(lines[:8]):
+        if _LSCPU_ARCH.match(line):
+            return "\n".join(lines[index:])
+    return None
+
+
+def looks_like_lscpu(text: str) -> bool:
+    """``lscpu`` output on its own (flat or util-linux's tree layout): its "Architecture:"
+    line near the start, and the CPU count and model or vendor."""
+    body = _lscpu_body(text)
+    return (
+        body is not None
+        and re.search(r"(?m)^\s*CPU\(s\):", body) is not None
+        and re.search(r"(?m)^\s*(?:Model name|Vendor ID):", body) is not None
+    )
+
+
+def parse_lscpu(text: str) -> Profile:
+    """``lscpu`` output read as collect_env's CPU section (which is lscpu's output)."""
+    body = _lscpu_body(text)
+    if body is None:
+        raise CollectEnvError("no lscpu 'Architecture:' line")
+    return parse_collect_env("CPU:\n" + body)
+
+
 def looks_like_collect_env(text: str) -> bool:
     """Two of collect_env's fixed header lines start lines of ``text`` (in torch's layout or
     vLLM's sectioned one), or it is the CPU part."""
@@ -362,6 +394,9 @@ def _wsl(top: dict[str, str]) -> Fact[bool]:
 # CPU: lscpu on Linux, wmic (Key=Value) on Windows, the brand string alone on macOS
 
 
+_ARM_CORE = re.compile(r"^(?:Neoverse|Cortex|Ampere-?1|A64FX|ThunderX|Kryo)\b", re.IGNORECASE)
+
+
 def _cpu(lines: list[str], top: dict[str, str]) -> CpuInfo:
     if not lines:
         return CpuInfo(**{name: unknown(MISSING, SRC) for name in CpuInfo.model_fields})
@@ -385,11 +420,14 @@ def _cpu(lines: list[str], top: dict[str, str]) -> CpuInfo:
     base = _float(pairs.get("MaxClockSpeed"))  # wmic: the rated clock, in MHz
     max_mhz = _float(pairs.get("CPU max MHz"))
     reason_cores = "collect_env's CPU block lacks Core(s) per socket or Socket(s)"
+    # On Arm, lscpu's "Model name" is the core design (Neoverse-V2, Cortex-A72): what the
+    # FLOP/cycle table is keyed by. On x86 it is the brand string, and the design stays unknown.
+    micro = model if model and _ARM_CORE.match(model) else None
     return CpuInfo(
         vendor=fact(vendor, SRC, MISSING),
         model_name=fact(model, SRC, MISSING),
         architecture=_architecture(pairs, top),
-        microarchitecture=unknown(MISSING, SRC),
+        microarchitecture=fact(micro, SRC, MISSING),
         sockets=fact(sockets, SRC, MISSING),
         physical_cores=fact(physical, SRC, reason_cores),
         logical_cores=fact(logical, SRC, MISSING),

@@ -18,8 +18,10 @@ from hwadvisor.errors import InputError
 from hwadvisor.importers.collect_env import (
     CollectEnvError,
     looks_like_collect_env,
+    looks_like_lscpu,
     now_utc,
     parse_collect_env,
+    parse_lscpu,
 )
 from hwadvisor.importers.nvidia_smi_csv import looks_like_query_csv, parse_query_csv
 from hwadvisor.importers.nvidia_smi_table import (
@@ -45,7 +47,7 @@ from hwadvisor.readiness import assess
 
 UNKNOWN_FORMAT = (
     "not a recognised format: expected collect_env output, nvidia-smi -q text or -q -x XML, "
-    "an nvidia-smi table or --query-gpu CSV, or an hwadvisor profile"
+    "an nvidia-smi table or --query-gpu CSV, lscpu output, or an hwadvisor profile"
 )
 
 COLLECT_ENV = "collect_env output"
@@ -53,6 +55,7 @@ SMI_XML = "nvidia-smi -q -x XML"
 SMI_TABLE = "nvidia-smi table"
 SMI_Q = "nvidia-smi -q text"
 SMI_CSV = "nvidia-smi --query-gpu CSV"
+LSCPU = "lscpu output"
 PROFILE = "hwadvisor profile"
 
 #: Control characters other than tab, CR, LF: text files do not hold them.
@@ -108,6 +111,8 @@ def detect_format(text: str) -> str | None:
         return SMI_XML
     if looks_like_query_csv(text):
         return SMI_CSV
+    if looks_like_lscpu(text):
+        return LSCPU
     return None
 
 
@@ -125,6 +130,8 @@ class _Read:
 def _parse(kind: str, text: str) -> _Read:
     if kind == COLLECT_ENV:
         return _Read(parse_collect_env(text))
+    if kind == LSCPU:
+        return _Read(parse_lscpu(text))
     if kind == SMI_Q:
         read = parse_nvidia_smi_q(text)
         profile = Profile(
