@@ -351,7 +351,7 @@ def test_bad_prices_name_file_entry_and_key(tmp_path: Path, row: str, expected: 
 
 
 def test_prices_file_level_rules(tmp_path: Path) -> None:
-    _refused(tmp_path, load_prices, "", InputError, "no [[price]] entries")
+    _refused(tmp_path, load_prices, "", InputError, "no [[price]] tables")
     missing = "[[price]]\nhourly = 1\n"
     _refused(tmp_path, load_prices, missing, InputError, "entry 1: missing key 'hardware'")
     twice = '[[price]]\nhardware = "node"\n' * 2

@@ -40,9 +40,9 @@ from hwadvisor.catalog.schema import (
     Text,
     Whole,
     choice,
+    distinct_entries,
     load_toml,
     read_text,
-    unique,
 )
 from hwadvisor.catalog.toml import packaged_text
 from hwadvisor.errors import InputError
@@ -240,9 +240,7 @@ class _Table(DataModel):
 
     @model_validator(mode="after")
     def _rows(self) -> _Table:
-        if not self.row:
-            raise ValueError("no [[row]] tables")
-        unique((r.id for r in self.row), "id")
+        distinct_entries(self.row, "row", lambda r: r.id, "id")
         return self
 
 

@@ -29,9 +29,9 @@ from hwadvisor.catalog.schema import (
     Text,
     Whole,
     choice,
+    distinct_entries,
     load_toml,
     read_text,
-    unique,
 )
 from hwadvisor.catalog.toml import packaged_text
 
@@ -254,9 +254,7 @@ class _WorkloadsFile(DataModel):
 
     @model_validator(mode="after")
     def _rows(self) -> _WorkloadsFile:
-        if not self.workload:
-            raise ValueError("no [[workload]] tables")
-        unique((row.name for row in self.workload), "workload")
+        distinct_entries(self.workload, "workload", lambda row: row.name, "workload")
         return self
 
 

@@ -32,6 +32,7 @@ from hwadvisor.catalog.schema import (
     PositiveWhole,
     Text,
     choice,
+    distinct_entries,
     entry_label,
     load_table,
     load_toml,
@@ -255,9 +256,7 @@ class _RulesFile(DataModel):
             if role not in roles:
                 raise ValueError(f"no [[candidate]] with role = {role!r}")
         unique(roles, "[[candidate]] role")
-        if not self.rule:
-            raise ValueError("no [[rule]]")
-        unique((r.id for r in self.rule), "rule")
+        distinct_entries(self.rule, "rule", lambda r: r.id, "rule")
         for rule in self.rule[:-1]:
             if not rule.when.model_fields_set:
                 raise ValueError(
@@ -332,9 +331,7 @@ class _PricesFile(DataModel):
 
     @model_validator(mode="after")
     def _priced(self) -> _PricesFile:
-        if not self.price:
-            raise ValueError("no [[price]] entries")
-        unique((p.hardware for p in self.price), "[[price]] hardware")
+        distinct_entries(self.price, "price", lambda p: p.hardware, "[[price]] hardware")
         return self
 
 

@@ -26,9 +26,9 @@ from hwadvisor.catalog.schema import (
     PositiveWhole,
     Text,
     choice,
+    distinct_entries,
     load_table,
     load_toml,
-    unique,
 )
 from hwadvisor.memory import (
     _LORA_MODULES,
@@ -171,9 +171,7 @@ class _CasesFile(DataModel):
 
     @model_validator(mode="after")
     def _cases(self) -> _CasesFile:
-        if not self.case:
-            raise MemoryModelError("no [[case]] tables")
-        unique((c.id for c in self.case), "case")
+        distinct_entries(self.case, "case", lambda c: c.id, "case")
         return self
 
 

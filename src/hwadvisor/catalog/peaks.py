@@ -23,10 +23,10 @@ from hwadvisor.catalog.schema import (
     OptText,
     Text,
     choice,
+    distinct_entries,
     load_toml,
     read_text,
     texts,
-    unique,
 )
 from hwadvisor.catalog.toml import packaged_text
 
@@ -142,9 +142,7 @@ class _GpuFile(DataModel):
 
     @model_validator(mode="after")
     def _rows(self) -> _GpuFile:
-        if not self.gpu:
-            raise ValueError("no [[gpu]] tables")
-        unique((row.name for row in self.gpu), "GPU")
+        distinct_entries(self.gpu, "gpu", lambda row: row.name, "GPU")
         return self
 
 

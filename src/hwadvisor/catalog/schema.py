@@ -46,6 +46,7 @@ __all__ = [
     "Whole",
     "choice",
     "describe",
+    "distinct_entries",
     "entry_label",
     "load_table",
     "load_toml",
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 #: Keys that name an entry of a list of tables, in the order they are looked for.
 NAME_KEYS = ("name", "id", "role", "hardware")
@@ -214,6 +216,14 @@ def unique(names: Iterable[str], what: str) -> None:
         if name in seen:
             raise ValueError(f"{what} {name!r} appears more than once")
         seen.add(name)
+
+
+def distinct_entries(rows: Sequence[T], table: str, name_of: Callable[[T], str], what: str) -> None:
+    """For a file's validator: ``ValueError`` when the file has no ``[[table]]`` entries, or
+    when two of them share a name (``what`` names it)."""
+    if not rows:
+        raise ValueError(f"no [[{table}]] tables")
+    unique((name_of(row) for row in rows), what)
 
 
 def entry_label(table: str, index: int, row: object) -> str:
