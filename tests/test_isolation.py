@@ -9,21 +9,9 @@ from pathlib import Path
 import pytest
 
 from hwadvisor.isolation import run_isolated
+from tests.helpers.procs import alive
 
 T = "tests.helpers.child_targets"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes (its parent reaps it).
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_result_comes_back_despite_stdout_noise() -> None:
@@ -68,10 +56,10 @@ def test_hang_times_out_within_limit_and_leaves_no_process(tmp_path: Path) -> No
     assert elapsed < 1.5 + 2.0
     child, grandchild = (int(p) for p in pid_file.read_text().split())
     deadline = time.monotonic() + 2
-    while (_alive(child) or _alive(grandchild)) and time.monotonic() < deadline:
+    while (alive(child) or alive(grandchild)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
-    assert not _alive(grandchild)
+    assert not alive(child)
+    assert not alive(grandchild)
 
 
 def test_generator_items_stream_back() -> None:

@@ -12,21 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.procs import alive
+
 ROOT = Path(__file__).parent.parent
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and process groups")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
@@ -59,10 +49,10 @@ def test_a_stop_signal_ends_a_hung_scan_at_once(tmp_path: Path, sig: signal.Sign
     assert out == "", "no partial output"
     assert f"stopped by {sig.name}" in err and "Traceback" not in err
     gone = time.monotonic() + 1.0
-    while (_alive(child) or _alive(grandchild)) and time.monotonic() < gone:
+    while (alive(child) or alive(grandchild)) and time.monotonic() < gone:
         time.sleep(0.02)
-    assert not _alive(child), "the hung probe outlived hwadvisor"
-    assert not _alive(grandchild), "the probe's own child outlived hwadvisor"
+    assert not alive(child), "the hung probe outlived hwadvisor"
+    assert not alive(grandchild), "the probe's own child outlived hwadvisor"
 
 
 def test_ctrl_c_during_the_pdf_render_stops_cleanly(capfd: pytest.CaptureFixture[str]) -> None:
