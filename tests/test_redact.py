@@ -251,7 +251,7 @@ def test_redacting_without_a_kept_salt_warns_and_exits_3(
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # a read-only or missing config home
-    monkeypatch.setattr(redact, "_EPHEMERAL", [])
+    monkeypatch.setattr(redact, "_RESOLVED", {})
     source = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
     code = main(["import", str(source), "--redact", "--json", "-"])
     captured = capsys.readouterr()

@@ -143,7 +143,7 @@ def scan(
         Optional[float],
         typer.Option(
             "--probe-timeout",
-            callback=lambda value: _seconds_between("--probe-timeout", value, 1.0, 3600.0),
+            callback=lambda value: _seconds_between(value, 1.0, 3600.0),
             metavar="SECONDS",
             help="Time limit for each isolated probe (default: 10-60 s by probe).",
         ),
@@ -155,7 +155,7 @@ def scan(
         Optional[float],
         typer.Option(
             "--budget",
-            callback=lambda value: _seconds_between("--budget", value, 0.5, 3600.0),
+            callback=lambda value: _seconds_between(value, 0.5, 3600.0),
             metavar="SECONDS",
             help="Measurement time to share among the benchmark cases "
             "(default: about 5.5 s for the CPU + 15 s per GPU).",
@@ -408,7 +408,7 @@ def _advice_request(
     return _AdviceRequest(chosen, ladder, priced, assume)
 
 
-def _seconds_between(option: str, value: float | None, low: float, high: float) -> float | None:
+def _seconds_between(value: float | None, low: float, high: float) -> float | None:
     """A time option: a finite number of seconds from ``low`` to ``high`` (NaN compares false
     with everything, so it is named for what it is, not as "must be ≤ 3600")."""
     if value is None:

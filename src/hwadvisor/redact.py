@@ -304,11 +304,6 @@ def _config_dir() -> Path:
     return Path(base) / "hwadvisor"
 
 
-#: The salt of this process when none can be stored: random, so that a token can never be
-#: reversed with a public string; tokens then differ from one run to the next (and say so).
-_EPHEMERAL: list[str] = []
-
-
 def resolve_salt() -> tuple[str, str | None]:
     """The installation's salt and, when it could not be kept, why.
 
@@ -318,6 +313,20 @@ def resolve_salt() -> tuple[str, str | None]:
     """
     if env := os.environ.get(SALT_ENV):
         return env, None
+    try:
+        key = str(_config_dir())
+    except RuntimeError as exc:  # no home directory to be found
+        key = f"no home: {exc}"
+    if key not in _RESOLVED:  # once per process and folder: callers ask for salt and warning
+        _RESOLVED[key] = _stored_salt()
+    return _RESOLVED[key]
+
+
+#: What :func:`resolve_salt` found, by config folder.
+_RESOLVED: dict[str, tuple[str, str | None]] = {}
+
+
+def _stored_salt() -> tuple[str, str | None]:
     try:
         folder = _config_dir()
         path = folder / "redact-salt"
@@ -340,9 +349,9 @@ def resolve_salt() -> tuple[str, str | None]:
             handle.write(salt + "\n")
         return salt, None
     except (OSError, RuntimeError) as exc:
-        if not _EPHEMERAL:
-            _EPHEMERAL.append(_secrets.token_hex(16))
-        return _EPHEMERAL[0], (
+        # Random, for this run only (resolve_salt keeps it for the process): never a fixed salt,
+        # which would let anyone reverse a token with one hash.
+        return _secrets.token_hex(16), (
             f"redaction used a one-off salt: none could be stored ({exc}), so this run's "
             f"tokens will not match other runs'; set {SALT_ENV} to a private value to keep "
             "them comparable"
