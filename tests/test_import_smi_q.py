@@ -118,3 +118,15 @@ def test_cut_after_any_line_is_read_up_to_the_cut(keep: int) -> None:
 def test_other_formats_are_not_taken_for_it() -> None:
     assert detect_format(_text("collect_env-linux-cuda-4x-a100-sxm4-80gb.txt")) != SMI_Q
     assert detect_format(_text("smi-table-535-a10g.txt")) != SMI_Q
+
+
+def test_paste_noise_is_taken_off_for_every_format() -> None:
+    # A quoted reply holding collect_env output, and a fenced --query-gpu table.
+    collect_env = (IMPORT / "collect_env-linux-cuda-4x-a100-sxm4-80gb.txt").read_text("utf-8")
+    quoted = "\n".join("> " + line for line in collect_env.splitlines())
+    assert [g.name.value for g in import_text(quoted, "q").gpus] == [
+        g.name.value for g in import_text(collect_env, "plain").gpus
+    ]
+    fenced = "```csv\nname, memory.total [MiB]\nTesla T4, 15360 MiB\n```\n"
+    (gpu,) = import_text(fenced, "csv").gpus
+    assert gpu.name.value == "Tesla T4"

@@ -31,6 +31,7 @@ from hwadvisor.importers.nvidia_smi_table import (
 )
 from hwadvisor.importers.nvidia_smi_text import looks_like_nvidia_smi_q, parse_nvidia_smi_q
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
+from hwadvisor.importers.paste import clean_paste
 from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
@@ -77,11 +78,14 @@ def import_text(text: str, origin: str) -> Profile:
         raise InputError(f"{origin}: empty file")
     if _BINARY.search(text):
         raise InputError(f"{origin}: not text (control characters; a binary file?)")
+    if detect_format(text) == PROFILE:
+        # A saved profile keeps its own envelope, findings and diagnostics (and its exact text).
+        return parse_profile(text, origin)
+    text = clean_paste(text)  # fences, quote marks, line ends: for every format alike
     kind = detect_format(text)
     if kind is None:
         raise InputError(f"{origin}: {UNKNOWN_FORMAT}")
     if kind == PROFILE:
-        # A saved profile keeps its own envelope, findings and diagnostics.
         return parse_profile(text, origin)
     try:
         read = _parse(kind, text)

@@ -2,9 +2,10 @@
 
 The text is the XML report (``nvidia-smi -q -x``) written as indented ``Key : value`` lines. This
 module turns it back into that XML tree, naming each line as the XML does, and lets the XML
-importer read it: one reading of the facts for both. Pastes are read as pasted: a shell prompt,
-Markdown fences or ``>`` quote marks around it, any driver's wording (396 to 580), and a paste cut
-off part-way (the GPUs read up to the cut are kept, and the cut is reported).
+importer read it: one reading of the facts for both. A shell prompt before the report, any
+driver's wording (396 to 580) and a paste cut off part-way are read (the GPUs read up to the cut
+are kept, and the cut is reported); fences and quote marks are taken off before any format reads
+the text (:mod:`hwadvisor.importers.paste`).
 """
 
 from __future__ import annotations
@@ -80,20 +81,10 @@ def looks_like_nvidia_smi_q(text: str) -> bool:
     """The ``==NVSMI LOG==`` banner, or a GPU section of ``Key : value`` lines."""
     if _BANNER.search(text):
         return True
-    lines = [line.strip() for line in clean_paste(text).splitlines()]
+    lines = [line.strip() for line in text.splitlines()]
     return any(_GPU_HEADER.match(line) for line in lines) and any(
         line.startswith("Product Name") and ":" in line for line in lines
     )
-
-
-def clean_paste(text: str) -> str:
-    """What a paste wraps around tool output, taken off: Markdown code fences, ``>`` quote
-    marks on every line, trailing carriage returns, HTML ``&nbsp;``."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ").split("\n")
-    quoted = [line for line in lines if line.strip()]
-    if quoted and all(line.lstrip().startswith(">") for line in quoted):
-        lines = [re.sub(r"^\s*>\s?", "", line) for line in lines]
-    return "\n".join(line for line in lines if not line.lstrip().startswith("```"))
 
 
 def _name(parent: str, key: str) -> str:
@@ -164,7 +155,7 @@ def _truncated(root: ET.Element, gpus: list[GpuInfo]) -> str | None:
 def parse_nvidia_smi_q(text: str) -> SmiText:
     """Read ``nvidia-smi -q`` text. Raises :class:`NvidiaSmiXmlError` (the XML importer's) when
     no GPU section or driver line can be found."""
-    root = _to_xml(clean_paste(text))
+    root = _to_xml(text)
     if not root.findall("gpu") and root.find("driver_version") is None:
         raise NvidiaSmiXmlError("no GPU section and no driver version in the nvidia-smi -q text")
     nvml, gpus = gpus_from_root(root)
