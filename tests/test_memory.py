@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hwadvisor.memory import (
@@ -548,6 +548,19 @@ def test_checkpointing_never_needs_more(spec: MemorySpec) -> None:
 
 @_fast
 @given(_specs(), st.integers(1, 256), st.integers(1, 256))
+@example(  # a paged optimizer's two separate roundings once added a byte at 122 GPUs
+    MemorySpec(
+        parameters=756250.0,
+        trainable_parameters=75.625,
+        precision="bf16",
+        optimizer="adam",
+        paged_optimizer=True,
+        transformer=TransformerShape(layers=1, hidden=256, heads=1, sequence_length=1),
+        overhead_bytes=1_408_237_568,
+    ),
+    115,
+    122,
+)
 def test_more_gpus_never_need_more_per_gpu(spec: MemorySpec, a: int, b: int) -> None:
     few, many = sorted((a, b))
     for strategy in ("fsdp", "zero3", "zero2", "zero1", "ddp"):

@@ -491,8 +491,11 @@ def memory_per_gpu(spec: MemorySpec) -> MemoryBreakdown:
         math.ceil(x) for x in (weights, gradients, optimizer, activations, spec.overhead_bytes)
     ]
     w, g, o, a, ov = parts
-    paged_int = min(o, math.ceil(paged))
-    total = w + g + (o - paged_int) + a + ov
+    # Round what stays on the GPU, not the paged part: two separate ceilings made the total
+    # rise by a byte as GPUs were added.
+    resident = min(o, math.ceil(max(0.0, optimizer - paged)))
+    paged_int = o - resident
+    total = w + g + resident + a + ov
     return MemoryBreakdown(
         weights=w,
         gradients=g,
