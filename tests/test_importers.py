@@ -203,7 +203,7 @@ def test_collect_env_without_header_is_rejected() -> None:
     ],
 )  # fmt: skip
 def test_smi_table_header_and_names(name: str, driver: str, cuda: str, gpus: list[str]) -> None:
-    profile = parse_nvidia_smi_table(load(name))
+    profile = parse_nvidia_smi_table(load(name)).profile
     assert profile.nvml.status is NvmlStatus.OK
     assert profile.nvml.driver_version.value == driver
     assert profile.nvml.cuda_driver_version.value == cuda
@@ -214,7 +214,7 @@ def test_smi_table_header_and_names(name: str, driver: str, cuda: str, gpus: lis
 
 
 def test_smi_table_classic_row_values() -> None:
-    (gpu,) = parse_nvidia_smi_table(load("smi-table-470-a10g.txt")).gpus
+    (gpu,) = parse_nvidia_smi_table(load("smi-table-470-a10g.txt")).profile.gpus
     assert gpu.pci_bus_id.value == "00000000:00:1E.0"
     assert gpu.persistence_mode.value is True
     assert gpu.ecc_enabled.value is True
@@ -230,7 +230,7 @@ def test_smi_table_classic_row_values() -> None:
 
 
 def test_smi_table_new_layout_row_values() -> None:
-    profile = parse_nvidia_smi_table(load("smi-table-580-2x-a100-sxm4-40gb.txt"))
+    profile = parse_nvidia_smi_table(load("smi-table-580-2x-a100-sxm4-40gb.txt")).profile
     second = profile.gpus[1]
     assert second.pci_bus_id.value == "00000000:10:1D.0"
     assert second.temperature_c.value == 37
@@ -240,14 +240,14 @@ def test_smi_table_new_layout_row_values() -> None:
     assert second.vram_total_bytes.value == 40960 * MIB
     assert second.utilization_percent.value == 7
     assert second.mig_enabled.value is False
-    p4 = parse_nvidia_smi_table(load("smi-table-550-tesla-p4.txt")).gpus[0]
+    p4 = parse_nvidia_smi_table(load("smi-table-550-tesla-p4.txt")).profile.gpus[0]
     assert p4.ecc_enabled.value is False
     assert p4.persistence_mode.value is False
     assert p4.vram_total_bytes.value == 8192 * MIB
 
 
 def test_smi_table_na_values_stay_unknown() -> None:
-    gpu = parse_nvidia_smi_table(load("smi-table-525-grid-a100-vgpu.txt")).gpus[0]
+    gpu = parse_nvidia_smi_table(load("smi-table-525-grid-a100-vgpu.txt")).profile.gpus[0]
     assert gpu.temperature_c.value is None
     assert gpu.temperature_c.reason == "nvidia-smi reports N/A for temperature"
     assert gpu.power_limit_watts.value is None
@@ -256,7 +256,7 @@ def test_smi_table_na_values_stay_unknown() -> None:
 
 def test_smi_table_hostile_name_is_data() -> None:
     text = load("smi-table-470-a10g.txt").replace("NVIDIA A10G      ", "<script>x</script>")
-    (gpu,) = parse_nvidia_smi_table(text).gpus
+    (gpu,) = parse_nvidia_smi_table(text).profile.gpus
     assert gpu.name.value == "<script>x</script>"
 
 
@@ -334,7 +334,9 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_random_text_is_not_recognised() -> None:
     with pytest.raises(InputError) as err:
         import_text("The quick brown fox\njumps over the lazy dog\n", "fox.txt")
-    assert str(err.value) == f"fox.txt: {UNKNOWN_FORMAT}"
+    message = str(err.value)
+    assert message.startswith(f"fox.txt: {UNKNOWN_FORMAT} (tried collect_env output, ")
+    assert "lscpu output" in message and "\n" not in message
 
 
 def test_truncated_xml_is_one_line_error() -> None:

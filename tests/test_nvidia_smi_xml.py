@@ -164,6 +164,8 @@ def test_every_fact_is_from_nvidia_smi_and_honest(name: str) -> None:
         assert gpu.vendor == "nvidia"
         assert gpu.backend == "cuda"
         for field, value in facts(gpu).items():
+            if field in ("catalog_name", "gpu_class"):
+                continue  # the catalog's to fill in, after parsing (see test_import_catalog)
             assert value.source == Source.NVIDIA_SMI, field
             assert value.known or value.reason, field
             assert value.reason != "not probed", field

@@ -59,8 +59,14 @@ H100 = {
 }
 
 
+#: Filled in from the catalog after the probes (hwadvisor.catalog.identify), not by NVML.
+CATALOG_FIELDS = ("catalog_name", "gpu_class")
+
+
 def facts(gpu: GpuInfo) -> dict[str, Fact[Any]]:
-    return {name: value for name, value in gpu if isinstance(value, Fact)}
+    return {
+        name: value for name, value in gpu if isinstance(value, Fact) and name not in CATALOG_FIELDS
+    }
 
 
 def values(gpu: GpuInfo) -> dict[str, Any]:

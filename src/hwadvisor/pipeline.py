@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from hwadvisor import __version__
+from hwadvisor.catalog.identify import identify_gpus
 from hwadvisor.isolation import ChildResult, kill_all_children, run_isolated
 from hwadvisor.model.bench import Benchmarks, BenchStatus
 from hwadvisor.model.profile import (
@@ -258,6 +259,7 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
     if "amdsmi" in results:
         _merge_amd(profile, runner, results["amdsmi"])
     _merge_torch(profile, runner, results["torch"])
+    identify_gpus(profile)
     profile.findings = assess(profile)
     if options.bench:
         _benchmark(profile, options, runner)

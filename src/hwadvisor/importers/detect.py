@@ -1,43 +1,35 @@
 """Recognise what a file holds and turn it into a profile: the ``hwadvisor import`` back end.
 
-Four formats: ``python -m torch.utils.collect_env`` output, ``nvidia-smi -q -x`` XML, the plain
-``nvidia-smi`` table, and a saved hwadvisor profile. Nothing here touches hardware or imports
-torch; every error is an :class:`~hwadvisor.errors.InputError` with a one-line message.
+The formats are the registry's (:mod:`hwadvisor.importers.registry`), plus a saved hwadvisor
+profile, which is loaded as it is. Several files describing one machine are merged
+(:mod:`hwadvisor.importers.merge`). Nothing here touches hardware or imports torch; every error
+is an :class:`~hwadvisor.errors.InputError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from hwadvisor import __version__
+from hwadvisor.catalog.identify import identify_gpus
 from hwadvisor.errors import InputError
-from hwadvisor.importers.collect_env import (
-    CollectEnvError,
-    looks_like_collect_env,
-    looks_like_lscpu,
-    now_utc,
-    parse_collect_env,
-    parse_lscpu,
-)
-from hwadvisor.importers.nvidia_smi_csv import looks_like_query_csv, parse_query_csv
-from hwadvisor.importers.nvidia_smi_table import (
-    NvidiaSmiTableError,
-    looks_like_nvidia_smi_table,
-    parse_nvidia_smi_table,
-)
-from hwadvisor.importers.nvidia_smi_text import looks_like_nvidia_smi_q, parse_nvidia_smi_q
-from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, parse_nvidia_smi_xml
+from hwadvisor.importers.base import Imported, ImportFormatError, Sample
+from hwadvisor.importers.collect_env import now_utc
+from hwadvisor.importers.merge import Part, merge
 from hwadvisor.importers.paste import clean_paste
-from hwadvisor.model.facts import Fact, Source, unknown
+from hwadvisor.importers.registry import Format, closest, detect, formats
+from hwadvisor.model.facts import Fact, fact, unknown
 from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
     Diagnostics,
     Finding,
     HostIdentity,
+    ImportConflict,
+    ImportedFile,
+    ImportInfo,
     ProbeRun,
     ProbeStatus,
     Profile,
@@ -46,11 +38,10 @@ from hwadvisor.model.profile import (
 )
 from hwadvisor.readiness import assess
 
-UNKNOWN_FORMAT = (
-    "not a recognised format: expected collect_env output, nvidia-smi -q text or -q -x XML, "
-    "an nvidia-smi table or --query-gpu CSV, lscpu output, or an hwadvisor profile"
-)
+#: The start of the message for text no format takes (the formats tried and the closest follow).
+UNKNOWN_FORMAT = "not a recognised format"
 
+#: Format names, for callers and tests that ask which format a text is in.
 COLLECT_ENV = "collect_env output"
 SMI_XML = "nvidia-smi -q -x XML"
 SMI_TABLE = "nvidia-smi table"
@@ -68,163 +59,225 @@ def import_file(path: Path) -> Profile:
     return import_text(read_text_file(path), str(path))
 
 
+def import_files(paths: list[Path]) -> Profile:
+    """Read every file of ``paths`` (one machine described by several tools) into one profile:
+    each fact from the most specific file stating it, disagreements reported
+    (:mod:`hwadvisor.importers.merge`). One path is :func:`import_file`."""
+    if len(paths) == 1:
+        return import_file(paths[0])
+    texts = [(read_text_file(path), str(path)) for path in paths]
+    return import_texts(texts)
+
+
 def import_text(text: str, origin: str) -> Profile:
     """Detect the format of ``text`` and build a profile from it, with findings assessed.
 
     ``origin`` names the input in error messages. Raises :class:`InputError` on empty, binary,
     unrecognised or unreadable input.
     """
+    _check(text, origin)
+    if _is_profile(text):
+        # A saved profile keeps its own envelope, findings and diagnostics (and its exact text).
+        return parse_profile(text, origin)
+    return import_texts([(text, origin)])
+
+
+def import_texts(texts: list[tuple[str, str]]) -> Profile:
+    """``(text, origin)`` pairs describing one machine, imported and merged into one profile."""
+    parts: list[tuple[Part, Imported]] = []
+    for text, origin in texts:
+        _check(text, origin)
+        if _is_profile(text):
+            raise InputError(
+                f"{origin}: a saved hwadvisor profile cannot be merged with other files; "
+                "import the other files on their own"
+            )
+        kind, read = read_one(text, origin)
+        parts.append((Part(origin, kind, read.profile), read))
+    return _finish(parts)
+
+
+def read_one(text: str, origin: str) -> tuple[Format, Imported]:
+    """The format of ``text`` and what it says (no envelope, no findings)."""
+    sample = Sample(clean_paste(text))  # fences, quote marks, line ends: for every format alike
+    kind = detect(sample)
+    if kind is None:
+        raise InputError(f"{origin}: {unknown_format_message(sample)}")
+    try:
+        return kind, kind.parse(sample)
+    except ImportFormatError as exc:
+        raise InputError(f"{origin}: unreadable {kind.name}: {_one_line(str(exc))}") from exc
+    except RecursionError as exc:
+        raise InputError(f"{origin}: unreadable {kind.name}: nested too deeply") from exc
+
+
+def unknown_format_message(sample: Sample) -> str:
+    """What to say of text no format takes: the formats tried, and what it comes closest to."""
+    names = ", ".join(f.name for f in formats())
+    hint = closest(sample)
+    message = f"{UNKNOWN_FORMAT} (tried {names}, and an hwadvisor profile)"
+    return f"{message}; {hint}" if hint else message
+
+
+def detect_format(text: str) -> str | None:
+    """The name of the format ``text`` is in (:data:`PROFILE` for a saved profile), or None.
+
+    A file that mixes formats (a bug report with both collect_env and nvidia-smi pasted) is read
+    as the richer one: the registry's order (:mod:`hwadvisor.importers.registry`).
+    """
+    if _is_profile(text):
+        return PROFILE
+    kind = detect(Sample(clean_paste(text)))
+    return kind.name if kind else None
+
+
+def _check(text: str, origin: str) -> None:
     if not text.strip():
         raise InputError(f"{origin}: empty file")
     if _BINARY.search(text):
         raise InputError(f"{origin}: not text (control characters; a binary file?)")
-    if detect_format(text) == PROFILE:
-        # A saved profile keeps its own envelope, findings and diagnostics (and its exact text).
-        return parse_profile(text, origin)
-    text = clean_paste(text)  # fences, quote marks, line ends: for every format alike
-    kind = detect_format(text)
-    if kind is None:
-        raise InputError(f"{origin}: {UNKNOWN_FORMAT}")
-    if kind == PROFILE:
-        return parse_profile(text, origin)
-    try:
-        read = _parse(kind, text)
-    except (CollectEnvError, NvidiaSmiTableError, NvidiaSmiXmlError) as exc:
-        raise InputError(f"{origin}: unreadable {kind}: {_one_line(str(exc))}") from exc
-    return _finish(read, kind)
 
 
-def detect_format(text: str) -> str | None:
-    """The format ``text`` is in (one of the module's format names), or None.
-
-    A file that mixes formats (a bug report with both collect_env and nvidia-smi pasted) is read
-    as the richer one, collect_env first, then the XML, then the table.
-    """
+def _is_profile(text: str) -> bool:
+    """A saved profile: a JSON object with ``schema_version`` — or a JSON object no import format
+    takes, which the profile loader then explains ("not an hwadvisor profile")."""
     body = text.lstrip("\ufeff \t\r\n")
-    if body.startswith("{"):
-        return PROFILE
-    if looks_like_collect_env(text):
-        return COLLECT_ENV
-    if body.startswith("<") and "<nvidia_smi_log" in body:
-        return SMI_XML
-    if looks_like_nvidia_smi_q(text):
-        return SMI_Q
-    if looks_like_nvidia_smi_table(text):
-        return SMI_TABLE
-    if "<nvidia_smi_log" in body:
-        return SMI_XML
-    if looks_like_query_csv(text):
-        return SMI_CSV
-    if looks_like_lscpu(text):
-        return LSCPU
-    return None
+    if not body.startswith("{"):
+        return False
+    if '"schema_version"' in body[:65536]:
+        return True
+    return detect(Sample(clean_paste(text))) is None
 
 
-@dataclass
-class _Read:
-    """An imported profile with what the envelope needs from the source."""
-
-    profile: Profile
-    when_utc: str | None = None
-    """The source's own timestamp, where it has one."""
-    truncated: str | None = None
-    """Why the input looks cut off, where it does."""
-
-
-def _parse(kind: str, text: str) -> _Read:
-    if kind == COLLECT_ENV:
-        return _Read(parse_collect_env(text))
-    if kind == LSCPU:
-        return _Read(parse_lscpu(text))
-    if kind == SMI_Q:
-        read = parse_nvidia_smi_q(text)
-        profile = Profile(
-            tool=ToolInfo(version=__version__),
-            created_utc=read.timestamp_utc or now_utc(),
-            nvml=read.nvml,
-            gpus=read.gpus,
-        )
-        return _Read(profile, read.timestamp_utc, read.truncated)
-    if kind == SMI_TABLE:
-        return _Read(parse_nvidia_smi_table(text))
-    if kind == SMI_CSV:
-        nvml, gpus = parse_query_csv(text)
-        return _Read(
-            Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
-        )
-    nvml, gpus = parse_nvidia_smi_xml(_xml_part(text))
-    return _Read(
-        Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
-    )
-
-
-def _xml_part(text: str) -> str:
-    """The XML document in ``text``, without a shell prompt or notes pasted before it."""
-    start = text.find("<?xml")
-    if start < 0:
-        start = text.find("<nvidia_smi_log")
-    return text[start:] if start > 0 else text
-
-
-def _finish(read: _Read, kind: str) -> Profile:
-    """The envelope an import has: no hostname, the source's time where it has one, one
-    diagnostics entry, assessed findings (and one saying so when the input was cut off)."""
-    profile = read.profile
+def _finish(parts: list[tuple[Part, Imported]]) -> Profile:
+    """The envelope an import has: the source's time and hostname where it has them, one
+    diagnostics entry per file, the files and their conflicts under ``imported``, assessed
+    findings (and ones saying so when an input was cut off or the inputs disagree)."""
+    imported_utc = now_utc()
+    conflicts: list[ImportConflict] = []
+    if len(parts) == 1:
+        profile = parts[0][0].profile
+    else:
+        profile, conflicts = merge([part for part, _ in parts])
+    names = " + ".join(dict.fromkeys(part.format.name for part, _ in parts))
+    times = sorted(read.when_utc for _, read in parts if read.when_utc)
+    hosts = [(read.hostname, part) for part, read in parts if read.hostname]
+    conflicts += _envelope_conflicts(times, hosts)
     profile.tool = ToolInfo(version=__version__)
-    profile.created_utc = read.when_utc or now_utc()
+    profile.created_utc = times[-1] if times else imported_utc
     profile.host = HostIdentity(
-        hostname=unknown(f"imported from {kind}"),
-        machine_id=unknown(f"imported from {kind}"),
+        hostname=(
+            fact(hosts[0][0], hosts[0][1].format.source)
+            if hosts
+            else unknown(f"imported from {names}")
+        ),
+        machine_id=unknown(f"imported from {names}"),
     )
-    message = f"imported from {kind}; no hardware was probed"
+    profile.diagnostics = Diagnostics(probes=[_probe_run(part, read) for part, read in parts])
+    profile.imported = ImportInfo(
+        imported_utc=imported_utc,
+        files=[
+            ImportedFile(
+                file=part.origin,
+                format=part.format.name,
+                source=part.format.source.value,
+                taken_utc=read.when_utc,
+                truncated=read.truncated,
+            )
+            for part, read in parts
+        ],
+        conflicts=conflicts,
+    )
+    identify_gpus(profile)
+    _mark_unknown(profile, f"not in {names}")
+    profile.findings = assess(profile)
+    profile.findings += _import_findings(parts, conflicts)
+    return profile
+
+
+def _envelope_conflicts(times: list[str], hosts: list[tuple[str, Part]]) -> list[ImportConflict]:
+    conflicts = []
+    names = {host.lower() for host, _ in hosts}
+    if len(names) > 1:
+        (first, a), *rest = hosts
+        other, b = next((h, p) for h, p in rest if h.lower() != first.lower())
+        conflicts.append(
+            ImportConflict(
+                fact="host.hostname",
+                kept=f"{first!r} ({a.origin})",
+                dropped=f"{other!r} ({b.origin})",
+            )
+        )
+    if len(times) > 1 and _days_between(times[0], times[-1]) > 1:
+        conflicts.append(
+            ImportConflict(
+                fact="created_utc",
+                kept=f"{times[-1]} (the newest source)",
+                dropped=f"{times[0]} (taken {_days_between(times[0], times[-1]):.0f} days before)",
+            )
+        )
+    return conflicts
+
+
+def _days_between(first: str, last: str) -> float:
+    from datetime import datetime
+
+    def parse(text: str) -> datetime:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+
+    return (parse(last) - parse(first)).total_seconds() / 86400
+
+
+def _probe_run(part: Part, read: Imported) -> ProbeRun:
+    message = f"{part.origin}: imported from {part.format.name}; no hardware was probed"
     if read.when_utc:
         message += f"; taken {read.when_utc} by the source's clock"
     if read.truncated:
         message += f"; input cut off ({read.truncated})"
-    profile.diagnostics = Diagnostics(
-        probes=[
-            ProbeRun(
-                name="import",
-                status=ProbeStatus.OK,  # a cut paste is read, not failed: see the finding
-                seconds=0.0,
-                message=message,
+    for note in read.notes:
+        message += f"; {note}"
+    # A cut paste is read, not failed: see the finding.
+    return ProbeRun(name="import", status=ProbeStatus.OK, seconds=0.0, message=message)
+
+
+def _import_findings(
+    parts: list[tuple[Part, Imported]], conflicts: list[ImportConflict]
+) -> list[Finding]:
+    findings = []
+    for part, read in parts:
+        if read.truncated:
+            where = f"{part.origin} ({part.format.name})" if len(parts) > 1 else part.format.name
+            findings.append(
+                Finding(
+                    id="input-truncated",
+                    severity=Severity.WARNING,
+                    title="The imported text was cut off",
+                    detail=f"{where}: {read.truncated}; what follows the cut is unknown",
+                    fix="paste or attach the whole output to have every GPU and fact",
+                )
             )
-        ]
-    )
-    fill_from_catalog(profile)
-    _mark_unknown(profile, f"not in {kind}")
-    profile.findings = assess(profile)
-    if read.truncated:
-        profile.findings.append(
+    if conflicts:
+        shown = "; ".join(f"{c.fact}: kept {c.kept}, not {c.dropped}" for c in conflicts[:3])
+        more = (
+            f"; and {len(conflicts) - 3} more (see imported.conflicts)"
+            if len(conflicts) > 3
+            else ""
+        )
+        different = any(c.fact in ("host.hostname", "created_utc") for c in conflicts)
+        findings.append(
             Finding(
-                id="input-truncated",
+                id="import-conflict",
                 severity=Severity.WARNING,
-                title="The imported text was cut off",
-                detail=f"{kind}: {read.truncated}; what follows the cut is unknown",
-                fix="paste or attach the whole output to have every GPU and fact",
+                title=(
+                    "The imported files may describe different machines or moments"
+                    if different
+                    else "The imported files disagree"
+                ),
+                detail=f"{len(conflicts)} fact(s) stated differently: {shown}{more}",
+                fix="check that every file comes from the same machine, taken at the same time",
             )
         )
-    return profile
-
-
-def fill_from_catalog(profile: Profile) -> None:
-    """What the GPU catalog knows of a card and the imported text did not say (a collect_env
-    gives names only): memory and architecture, marked ``source: catalog``."""
-    from hwadvisor.catalog.peaks import find_gpu_peak
-
-    for gpu in profile.gpus:
-        name = gpu.name.value
-        if not name:
-            continue
-        peak = find_gpu_peak(name)
-        if peak is None or peak.origin != "catalog":
-            continue
-        if gpu.vram_total_bytes.value is None and peak.memory_gb:
-            # The catalog's "80 GB" is what the driver reports in MiB / 1024 (A100 80GB: 81920).
-            value = int(peak.memory_gb * 1024**3)
-            gpu.vram_total_bytes = Fact(value=value, source=Source.CATALOG)
-        if gpu.architecture.value is None and peak.architecture:
-            gpu.architecture = Fact(value=peak.architecture, source=Source.CATALOG)
+    return findings
 
 
 def _mark_unknown(model: BaseModel, reason: str) -> None:

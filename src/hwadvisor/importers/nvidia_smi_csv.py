@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from hwadvisor.importers.base import Imported, Sample, empty_profile
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, gpus_from_root
+from hwadvisor.importers.registry import Format
+from hwadvisor.model.facts import Source
 from hwadvisor.model.profile import GpuInfo, NvmlInfo
 
-__all__ = ["looks_like_query_csv", "parse_query_csv"]
+__all__ = ["FORMAT", "looks_like_query_csv", "parse_query_csv"]
 
 #: --query-gpu field → (where ``nvidia-smi -q -x`` keeps it, the unit ``nounits`` removed).
 FIELDS: dict[str, tuple[str, str]] = {
@@ -164,3 +167,18 @@ def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
     if not root.findall("gpu"):
         raise NvidiaSmiXmlError("no GPU rows in the nvidia-smi --query-gpu output")
     return gpus_from_root(root)
+
+
+def _import(sample: Sample) -> Imported:
+    nvml, gpus = parse_query_csv(sample.text)
+    return Imported(empty_profile(nvml=nvml, gpus=gpus))
+
+
+FORMAT = Format(
+    name="nvidia-smi --query-gpu CSV",
+    source=Source.NVIDIA_SMI,
+    sniff=lambda sample: looks_like_query_csv(sample.head),
+    parse=_import,
+    rank=80,
+    example="nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv",
+)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hwadvisor import __version__
-from hwadvisor.importers.collect_env import now_utc
-from hwadvisor.importers.nvidia_smi_xml import normalize_bus_id
+from hwadvisor.importers.base import Imported, ImportFormatError, empty_profile, new_gpu
+from hwadvisor.importers.nvidia_smi_xml import normalize_bus_id, timestamp_utc
+from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.profile import GpuInfo, NvmlInfo, NvmlStatus, Profile, ToolInfo
+from hwadvisor.model.profile import GpuInfo, NvmlInfo, NvmlStatus
 
 SRC = Source.NVIDIA_SMI
 MISSING = "not in the nvidia-smi table"
@@ -31,9 +31,11 @@ _ROW2_LEFT = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*/\s*(\S+)$")
 _MEMORY = re.compile(r"^(\d+)\s*MiB\s*/\s*(\d+)\s*MiB$")
 _ROW2_RIGHT = re.compile(r"^(\S+)\s+(.+)$")
 _MIB = 1024**2
+#: The date line nvidia-smi prints above the table ("Tue Nov 21 10:02:03 2023").
+_DATE = re.compile(r"(?m)^\s*[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\s*$")
 
 
-class NvidiaSmiTableError(ValueError):
+class NvidiaSmiTableError(ImportFormatError):
     """The text holds no nvidia-smi table."""
 
 
@@ -42,8 +44,8 @@ def looks_like_nvidia_smi_table(text: str) -> bool:
     return _HEADER.search(text) is not None
 
 
-def parse_nvidia_smi_table(text: str) -> Profile:
-    """Read the ``nvidia-smi`` table into a :class:`Profile` (driver facts and GPUs).
+def parse_nvidia_smi_table(text: str) -> Imported:
+    """Read the ``nvidia-smi`` table: driver facts, GPUs, and the time printed above it.
 
     Raises :class:`NvidiaSmiTableError` when the banner line is absent. A table cut short keeps
     the GPUs whose first row was read.
@@ -63,7 +65,11 @@ def parse_nvidia_smi_table(text: str) -> Profile:
         binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
         device_count=fact(len(gpus), SRC),
     )
-    return Profile(tool=ToolInfo(version=__version__), created_utc=now_utc(), nvml=nvml, gpus=gpus)
+    when = _DATE.search(text[: header.start()])
+    return Imported(
+        empty_profile(nvml=nvml, gpus=gpus),
+        when_utc=timestamp_utc(when.group(0)) if when else None,
+    )
 
 
 def _cells(line: str) -> list[str] | None:
@@ -123,7 +129,7 @@ def _int_measure(value: str, unit: str, what: str) -> Fact[int]:
 def _gpu(
     first: re.Match[str], row1: list[str], row2: list[str] | None, row3: list[str] | None
 ) -> GpuInfo:
-    fields: dict[str, Any] = {name: unknown(MISSING, SRC) for name in _TABLE_UNKNOWN}
+    fields: dict[str, Any] = {}
     index, name, persistence = first.groups()
     fields["name"] = fact(name, SRC)
     fields["persistence_mode"] = (
@@ -152,7 +158,9 @@ def _gpu(
         mig = row3[2]
         states = {"Enabled": True, "Disabled": False}
         fields["mig_enabled"] = fact(states.get(mig), SRC, f"nvidia-smi reports {mig} for MIG")
-    return GpuInfo(index=int(index), vendor="nvidia", backend="cuda", **fields)
+    return new_gpu(
+        int(index), vendor="nvidia", backend="cuda", source=SRC, missing=MISSING, **fields
+    )
 
 
 def _second_row(row: list[str], fields: dict[str, Any]) -> None:
@@ -172,26 +180,11 @@ def _second_row(row: list[str], fields: dict[str, Any]) -> None:
         fields["utilization_percent"] = _int_measure(right.group(1), "%", "utilisation")
 
 
-_TABLE_UNKNOWN = (
-    "uuid",
-    "serial",
-    "architecture",
-    "compute_capability",
-    "vram_total_bytes",
-    "vram_free_bytes",
-    "vram_used_bytes",
-    "multiprocessor_count",
-    "power_limit_watts",
-    "power_draw_watts",
-    "sm_clock_mhz",
-    "sm_clock_max_mhz",
-    "memory_clock_mhz",
-    "memory_clock_max_mhz",
-    "pcie_generation",
-    "pcie_generation_max",
-    "pcie_width",
-    "pcie_width_max",
-    "temperature_c",
-    "utilization_percent",
-    "mig_enabled",
+FORMAT = Format(
+    name="nvidia-smi table",
+    source=SRC,
+    sniff=lambda sample: looks_like_nvidia_smi_table(sample.head),
+    parse=lambda sample: parse_nvidia_smi_table(sample.text),
+    rank=70,
+    example="nvidia-smi",
 )

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from datetime import datetime, timezone
 
-from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, gpus_from_root
-from hwadvisor.model.profile import GpuInfo, NvmlInfo
+from hwadvisor.importers.base import Imported, Sample
+from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, imported_from_root
+from hwadvisor.importers.registry import Format
+from hwadvisor.model.facts import Source
 
-__all__ = ["SmiText", "looks_like_nvidia_smi_q", "parse_nvidia_smi_q"]
+__all__ = ["FORMAT", "looks_like_nvidia_smi_q", "parse_nvidia_smi_q"]
 
 _BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[^:]+?)\s*(?::\s*(?P<value>.*?))?\s*$")
-_TIMESTAMP_FORMAT = "%a %b %d %H:%M:%S %Y"
 
 #: Where the text's wording differs from the XML's element names: (parent, text key) → XML
 #: name. Keys not listed become their words in lower case joined by "_" ("Product Name" →
@@ -61,20 +60,6 @@ _RENAMES: dict[tuple[str, str], str] = {
 }
 #: Sections whose children the XML names by what they are (``<mig_device>``), not by index.
 _LISTS = {"mig_devices": "mig_device", "processes": "process_info"}
-
-
-@dataclass
-class SmiText:
-    """What a ``nvidia-smi -q`` text holds."""
-
-    nvml: NvmlInfo
-    gpus: list[GpuInfo]
-    timestamp_utc: str | None
-    """The report's own time (nvidia-smi prints the machine's local time; taken as UTC, which
-    is what most servers run on), or None when absent or unreadable."""
-    truncated: str | None
-    """Why the text looks cut off (fewer GPUs than "Attached GPUs", a GPU without its memory
-    section), or None."""
 
 
 def looks_like_nvidia_smi_q(text: str) -> bool:
@@ -133,30 +118,28 @@ def _to_xml(text: str) -> ET.Element:
     return root
 
 
-def _timestamp(root: ET.Element) -> str | None:
-    raw = (root.findtext("timestamp") or "").strip()
-    try:
-        when = datetime.strptime(" ".join(raw.split()), _TIMESTAMP_FORMAT)
-    except ValueError:
-        return None
-    return when.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _truncated(root: ET.Element, gpus: list[GpuInfo]) -> str | None:
-    attached = (root.findtext("attached_gpus") or "").strip()
-    if attached.isdigit() and int(attached) > len(gpus):
-        return f"{len(gpus)} of the {attached} attached GPUs are in the text"
-    last = root.findall("gpu")[-1:] if gpus else []
-    if last and last[0].find("fb_memory_usage") is None:
-        return "the last GPU's section ends before its memory usage"
-    return None
-
-
-def parse_nvidia_smi_q(text: str) -> SmiText:
+def parse_nvidia_smi_q(text: str) -> Imported:
     """Read ``nvidia-smi -q`` text. Raises :class:`NvidiaSmiXmlError` (the XML importer's) when
     no GPU section or driver line can be found."""
     root = _to_xml(text)
     if not root.findall("gpu") and root.find("driver_version") is None:
         raise NvidiaSmiXmlError("no GPU section and no driver version in the nvidia-smi -q text")
-    nvml, gpus = gpus_from_root(root)
-    return SmiText(nvml, gpus, _timestamp(root), _truncated(root, gpus))
+    return imported_from_root(root)
+
+
+def _near(sample: Sample) -> str | None:
+    head = sample.head
+    if "Driver Version" in head and "Product Name" in head and "Attached GPUs" not in head:
+        return "looks like nvidia-smi -q text but has no 'Attached GPUs' line or GPU section"
+    return None
+
+
+FORMAT = Format(
+    name="nvidia-smi -q text",
+    source=Source.NVIDIA_SMI,
+    sniff=lambda sample: looks_like_nvidia_smi_q(sample.head),
+    parse=lambda sample: parse_nvidia_smi_q(sample.text),
+    rank=90,
+    near=_near,
+    example="nvidia-smi -q (or -a)",
+)

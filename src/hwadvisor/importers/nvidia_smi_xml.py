@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+from hwadvisor.importers.base import Imported, ImportFormatError, Sample, empty_profile
+from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
 
@@ -42,7 +45,7 @@ _BYTES_PER = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 _BUS_ID = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
 
 
-class NvidiaSmiXmlError(ValueError):
+class NvidiaSmiXmlError(ImportFormatError):
     """The text is not ``nvidia-smi -q -x`` output that can be read safely."""
 
 
@@ -270,3 +273,59 @@ def _mig(position: int, mig: ET.Element) -> MigInstance:
         compute_instance_id=_int(_text(mig, "compute_instance_id"), ""),
         multiprocessor_count=_int(_text(mig, "device_attributes/shared/multiprocessor_count"), ""),
     )
+
+
+def _xml_part(text: str) -> str:
+    """The XML document in ``text``, without a shell prompt or notes pasted before it."""
+    start = text.find("<?xml")
+    if start < 0:
+        start = text.find("<nvidia_smi_log")
+    return text[start:] if start > 0 else text
+
+
+_TIMESTAMP_FORMAT = "%a %b %d %H:%M:%S %Y"
+
+
+def timestamp_utc(raw: str) -> str | None:
+    """nvidia-smi's ``Tue Nov 21 10:02:03 2023`` as ISO 8601 UTC (nvidia-smi prints the
+    machine's local time; taken as UTC, which most servers run on), or None."""
+    try:
+        when = datetime.strptime(" ".join(raw.split()), _TIMESTAMP_FORMAT)
+    except ValueError:
+        return None
+    return when.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _truncated(root: ET.Element, gpus: list[GpuInfo]) -> str | None:
+    attached = (root.findtext("attached_gpus") or "").strip()
+    if attached.isdigit() and int(attached) > len(gpus):
+        return f"{len(gpus)} of the {attached} attached GPUs are in the text"
+    last = root.findall("gpu")[-1:] if gpus else []
+    if last and last[0].find("fb_memory_usage") is None:
+        return "the last GPU's section ends before its memory usage"
+    return None
+
+
+def imported_from_root(root: ET.Element) -> Imported:
+    """What an ``<nvidia_smi_log>`` tree says: driver, GPUs, the report's time, and whether the
+    report was cut off (fewer GPUs than attached, the last one without its memory section)."""
+    nvml, gpus = gpus_from_root(root)
+    return Imported(
+        empty_profile(nvml=nvml, gpus=gpus),
+        when_utc=timestamp_utc(root.findtext("timestamp") or ""),
+        truncated=_truncated(root, gpus),
+    )
+
+
+def _import(sample: Sample) -> Imported:
+    return imported_from_root(_parse(_xml_part(sample.text)))
+
+
+FORMAT = Format(
+    name="nvidia-smi -q -x XML",
+    source=SRC,
+    sniff=lambda sample: "<nvidia_smi_log" in sample.head,
+    parse=_import,
+    rank=90,
+    example="nvidia-smi -q -x",
+)

@@ -32,6 +32,11 @@ class Source(str, Enum):
     DERIVED = "derived"
     NVIDIA_SMI = "nvidia-smi"
     COLLECT_ENV = "collect_env"
+    LSCPU = "lscpu"
+    ROCM_SMI = "rocm-smi"
+    AMD_SMI = "amd-smi"
+    GPUSTAT = "gpustat"
+    SYSTEM_PROFILER = "system_profiler"
     CATALOG = "catalog"
     """hwadvisor's GPU catalog, for what an imported description lacks (VRAM, architecture)."""
 

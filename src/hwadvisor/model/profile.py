@@ -18,7 +18,9 @@ from hwadvisor.model.facts import Fact, StrictModel, unknown
 #: Bumped when the JSON changes shape. Loaders accept every version up to this one.
 #: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``. 4: adds the benchmarks' load
 #: conditions, per-measurement disturbances and threads, and the benchmark devices' identity.
-SCHEMA_VERSION = 4
+#: 5: adds ``imported`` (what an imported profile was read from), the GPUs' ``catalog_name`` and
+#: ``gpu_class``, and the import formats' fact sources.
+SCHEMA_VERSION = 5
 
 
 def _not_probed() -> Fact[Any]:
@@ -183,6 +185,10 @@ class GpuInfo(StrictModel):
     persistence_mode: Fact[bool] = NotProbed()
     mig_enabled: Fact[bool] = NotProbed()
     mig_instances: list[MigInstance] = Field(default_factory=list)
+    catalog_name: Fact[str] = NotProbed()
+    """The row of hwadvisor's GPU catalog this GPU is (what its peaks and the advice use)."""
+    gpu_class: Fact[str] = NotProbed()
+    """``datacenter``, ``workstation`` or ``consumer`` (from the catalog)."""
     lost: bool = False
     """The device answered ``GpuIsLost``: it fell off the bus; every other field is unknown."""
 
@@ -304,6 +310,41 @@ class HostIdentity(StrictModel):
     """A stable per-machine id (hash of /etc/machine-id or the like), for fleet de-duplication."""
 
 
+class ImportedFile(StrictModel):
+    """One input of ``hwadvisor import``."""
+
+    file: str
+    """As named on the command line."""
+    format: str
+    """The format it was read as ("nvidia-smi -q text")."""
+    source: str
+    """The ``source`` its facts carry in this profile."""
+    taken_utc: str | None = None
+    """The time the source printed, where it printed one."""
+    truncated: str | None = None
+    """Why it looks cut off, where it does."""
+
+
+class ImportConflict(StrictModel):
+    """Two inputs that disagree on one fact, and which was kept."""
+
+    fact: str
+    """Where in the profile (``gpus[0].vram_total_bytes``)."""
+    kept: str
+    """The value kept, and from which file."""
+    dropped: str
+    """The value set aside, and from which file."""
+
+
+class ImportInfo(StrictModel):
+    """How an imported profile came to be: the files, and where they disagreed."""
+
+    imported_utc: str
+    """When the import ran (``created_utc`` is the sources' own time where they print one)."""
+    files: list[ImportedFile] = Field(default_factory=list)
+    conflicts: list[ImportConflict] = Field(default_factory=list)
+
+
 class Profile(StrictModel):
     """What ``hwadvisor scan`` writes: the envelope and every section."""
 
@@ -327,6 +368,8 @@ class Profile(StrictModel):
     advice: Advice | None = None
     """The answer for one workload (``scan --workload`` / ``advise``); null otherwise."""
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+    imported: ImportInfo | None = None
+    """What ``hwadvisor import`` read this profile from; null for a scan."""
 
 
 PlatformInfo.model_rebuild()

@@ -1,0 +1,44 @@
+"""Which catalog row each GPU of a profile is, and what that row knows that the source did not.
+
+Run on every profile a scan or an import builds: the row's name and class are facts of the
+profile (``source: catalog``), and an imported description that names a card but not its memory,
+architecture or compute capability has them from the catalog, marked as such.
+"""
+
+from __future__ import annotations
+
+from hwadvisor.catalog.peaks import find_gpu_peak
+from hwadvisor.model.facts import Fact, Source, unknown
+from hwadvisor.model.profile import Profile
+
+
+def identify_gpus(profile: Profile) -> None:
+    """What the GPU catalog knows of each named card: the row it matched (``catalog_name``) and
+    its class, and — where the source did not say — memory, architecture and compute
+    capability, all marked ``source: catalog``."""
+    for gpu in profile.gpus:
+        name = gpu.name.value
+        if not name:
+            continue
+        peak = find_gpu_peak(name, gpu.vram_total_bytes.value)
+        if peak is None or peak.origin != "catalog":
+            reason = f"{name!r} is not in hwadvisor's GPU catalog"
+            gpu.catalog_name = unknown(reason)
+            gpu.gpu_class = unknown(reason)
+            continue
+        gpu.catalog_name = Fact(value=peak.name, source=Source.CATALOG)
+        gpu.gpu_class = Fact(value=peak.gpu_class, source=Source.CATALOG)
+        if gpu.vram_total_bytes.value is None and peak.memory_gb:
+            # The catalog's "80 GB" is what the driver reports in MiB / 1024 (A100 80GB: 81920).
+            value = int(peak.memory_gb * 1024**3)
+            gpu.vram_total_bytes = Fact(value=value, source=Source.CATALOG)
+        if gpu.vendor == "amd":
+            # On AMD the architecture fact is the gfx target, as amdsmi and HIP name it (what
+            # readiness compares with torch's arch list), not the generation ("CDNA 3").
+            if gpu.architecture.value is None and peak.target:
+                gpu.architecture = Fact(value=peak.target, source=Source.CATALOG)
+            continue
+        if gpu.architecture.value is None and peak.architecture:
+            gpu.architecture = Fact(value=peak.architecture, source=Source.CATALOG)
+        if gpu.compute_capability.value is None and peak.target:
+            gpu.compute_capability = Fact(value=peak.target, source=Source.CATALOG)

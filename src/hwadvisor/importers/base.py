@@ -1,0 +1,114 @@
+"""What every importer shares: the text it reads (:class:`Sample`), what it gives back
+(:class:`Imported`), its one error type, and records whose unknown facts follow from the model.
+
+An importer is a module with a ``FORMAT`` (:class:`hwadvisor.importers.registry.Format`): a name,
+the :class:`~hwadvisor.model.facts.Source` its facts carry, ``sniff`` (is this text mine? cheap:
+it runs for every format on every import) and ``parse``. Facts the format cannot carry are left
+to :func:`new_gpu` / :func:`new_cpu` (``null`` with "not in <format>").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from hwadvisor import __version__
+from hwadvisor.importers.jsontext import load_json_prefix
+from hwadvisor.model.facts import Fact, Source, unknown
+from hwadvisor.model.profile import CpuInfo, GpuInfo, Profile, ToolInfo
+
+
+class ImportFormatError(ValueError):
+    """The text is not readable as the format its sniffer took it for (one-line message)."""
+
+
+class Sample:
+    """The cleaned text of one input, with what several sniffers need computed once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @cached_property
+    def body(self) -> str:
+        """The text without leading blank space and byte-order mark."""
+        return self.text.lstrip("\ufeff \t\r\n")
+
+    @cached_property
+    def head(self) -> str:
+        """The first 64 KiB: where every format shows what it is."""
+        return self.text[:65536]
+
+    @cached_property
+    def _json(self) -> tuple[Any, str | None]:
+        start = self.body[:1]
+        if start not in ("{", "["):
+            # A prompt line ("$ gpustat --json") before the document.
+            first = min(
+                (i for i in (self.text.find("\n{"), self.text.find("\n[")) if i >= 0), default=-1
+            )
+            if first < 0 or first > 4096:
+                return None, None
+            return load_json_prefix(self.text[first + 1 :])
+        return load_json_prefix(self.body)
+
+    @property
+    def json(self) -> Any:
+        """The JSON document the text is (read up to a cut, see :attr:`json_cut`), or None."""
+        return self._json[0]
+
+    @property
+    def json_cut(self) -> str | None:
+        """Where the JSON document was cut off, or None when it is whole (or not JSON)."""
+        return self._json[1]
+
+
+@dataclass
+class Imported:
+    """What one input said: a profile, and what the envelope needs from the source."""
+
+    profile: Profile
+    when_utc: str | None = None
+    """The source's own timestamp (ISO 8601 UTC), where it prints one."""
+    hostname: str | None = None
+    """The machine's name, where the source prints it."""
+    truncated: str | None = None
+    """Why the input looks cut off, where it does ("3 of the 8 attached GPUs are in the text")."""
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know about how the text was read (one line each)."""
+
+
+def empty_profile(**sections: Any) -> Profile:
+    """A profile with only ``sections`` filled in (the envelope is the import's to set)."""
+    return Profile(tool=ToolInfo(version=__version__), created_utc="", **sections)
+
+
+def _unknowns(model: type[GpuInfo] | type[CpuInfo], source: Source, missing: str) -> dict[str, Any]:
+    """Every fact field of ``model`` (derived from the model, never listed by hand)."""
+    return {
+        name: unknown(missing, source)
+        for name, info in model.model_fields.items()
+        if info.default_factory is not None and isinstance(info.default_factory(), Fact)  # type: ignore[call-arg]
+    }
+
+
+def new_gpu(
+    index: int,
+    *,
+    vendor: str,
+    backend: str,
+    source: Source,
+    missing: str,
+    **known: Any,
+) -> GpuInfo:
+    """A GPU record with ``known`` facts; every other fact ``null`` with ``missing`` as reason."""
+    fields = _unknowns(GpuInfo, source, missing)
+    fields.update(known)
+    return GpuInfo(index=index, vendor=vendor, backend=backend, **fields)
+
+
+def new_cpu(*, source: Source, missing: str, **known: Any) -> CpuInfo:
+    """A CPU record with ``known`` facts; every other fact ``null`` with ``missing`` as reason."""
+    fields = _unknowns(CpuInfo, source, missing)
+    fields.update(known)
+    return CpuInfo(**fields)
