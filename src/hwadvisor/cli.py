@@ -565,12 +565,14 @@ def advise(
 
 @app.command(name="import")
 def import_(
-    source: Annotated[
-        Path,
+    sources: Annotated[
+        list[Path],
         typer.Argument(
-            metavar="FILE",
-            help="collect_env output, nvidia-smi -q -x XML, an "
-            "nvidia-smi table, or a saved profile.",
+            metavar="FILE...",
+            help="What another tool printed about the machine: collect_env, nvidia-smi (-q, -q -x, "
+            "the table, --query-gpu CSV, topo -m, -L), rocm-smi, amd-smi, gpustat, lscpu, "
+            "/proc/cpuinfo, system_profiler, or a saved profile. Several files describing one "
+            "machine are merged.",
         ),
     ],
     out: Annotated[
@@ -589,9 +591,9 @@ def import_(
     redact: RedactOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
-    """Turn another tool's description of a machine into an hwadvisor profile (same schema as
-    a scan; what the source cannot know is null with a reason)."""
-    from hwadvisor.importers.detect import import_file
+    """Turn other tools' descriptions of a machine into one hwadvisor profile (same schema as a
+    scan; what the sources cannot know is null with a reason; each fact names its source)."""
+    from hwadvisor.importers.detect import import_files
     from hwadvisor.render.report import parse_formats, parse_paper
 
     how = _Output(
@@ -602,7 +604,8 @@ def import_(
         redact=redact,
         quiet=quiet,
     )
-    profile = import_file(source)
+    profile = import_files(sources)
+    source = sources[0]
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", source.stem).strip("._") or "imported"
     _emit(profile, how, _stderr(), stem=f"{stem}-imported")
 

@@ -7,7 +7,7 @@ architecture or compute capability has them from the catalog, marked as such.
 
 from __future__ import annotations
 
-from hwadvisor.catalog.peaks import find_gpu_peak
+from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak
 from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.profile import Profile
 
@@ -16,11 +16,15 @@ def identify_gpus(profile: Profile) -> None:
     """What the GPU catalog knows of each named card: the row it matched (``catalog_name``) and
     its class, and — where the source did not say — memory, architecture and compute
     capability, all marked ``source: catalog``."""
+    found: dict[tuple[str, int | None], GpuPeak | None] = {}  # machines repeat one model
     for gpu in profile.gpus:
         name = gpu.name.value
         if not name:
             continue
-        peak = find_gpu_peak(name, gpu.vram_total_bytes.value)
+        key = (name, gpu.vram_total_bytes.value)
+        if key not in found:
+            found[key] = find_gpu_peak(*key)
+        peak = found[key]
         if peak is None or peak.origin != "catalog":
             reason = f"{name!r} is not in hwadvisor's GPU catalog"
             gpu.catalog_name = unknown(reason)

@@ -10,13 +10,29 @@ to :func:`new_gpu` / :func:`new_cpu` (``null`` with "not in <format>").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from functools import cache, cached_property
+from typing import Any, TypeVar
 
 from hwadvisor import __version__
 from hwadvisor.importers.jsontext import load_json_prefix
 from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.profile import CpuInfo, GpuInfo, Profile, ToolInfo
+
+T = TypeVar("T")
+
+
+#: More GPUs than one machine shows (an MI300X node in CPX mode lists 64 partitions): a longer
+#: list is a paste repeated or several machines concatenated; the first ones are kept.
+MAX_GPUS = 128
+
+
+def cap_gpus(items: list[T]) -> tuple[list[T], str | None]:
+    """The first :data:`MAX_GPUS` of ``items``, and why the rest were left out (or None)."""
+    if len(items) <= MAX_GPUS:
+        return items, None
+    return items[:MAX_GPUS], (
+        f"{len(items)} GPUs listed, more than one machine has: the first {MAX_GPUS} are read"
+    )
 
 
 class ImportFormatError(ValueError):
@@ -74,6 +90,9 @@ class Imported:
     """The machine's name, where the source prints it."""
     truncated: str | None = None
     """Why the input looks cut off, where it does ("3 of the 8 attached GPUs are in the text")."""
+    unmodelled: str | None = None
+    """Accelerators the source shows that hwadvisor does not model (TPU, Gaudi, Trainium), with
+    the words that show them."""
     notes: list[str] = field(default_factory=list)
     """What a reader should know about how the text was read (one line each)."""
 
@@ -83,13 +102,20 @@ def empty_profile(**sections: Any) -> Profile:
     return Profile(tool=ToolInfo(version=__version__), created_utc="", **sections)
 
 
-def _unknowns(model: type[GpuInfo] | type[CpuInfo], source: Source, missing: str) -> dict[str, Any]:
+@cache
+def _fact_fields(model: type[GpuInfo] | type[CpuInfo]) -> tuple[str, ...]:
     """Every fact field of ``model`` (derived from the model, never listed by hand)."""
-    return {
-        name: unknown(missing, source)
+    return tuple(
+        name
         for name, info in model.model_fields.items()
         if info.default_factory is not None and isinstance(info.default_factory(), Fact)  # type: ignore[call-arg]
-    }
+    )
+
+
+def _unknowns(model: type[GpuInfo] | type[CpuInfo], source: Source, missing: str) -> dict[str, Any]:
+    # One validated unknown, copied: a paste can list hundreds of GPUs.
+    template = unknown(missing, source)
+    return {name: template.model_copy() for name in _fact_fields(model)}
 
 
 def new_gpu(

@@ -11,13 +11,21 @@ import re
 from datetime import datetime, timezone
 
 from hwadvisor import __version__
-from hwadvisor.importers.base import Imported, ImportFormatError, Sample, new_cpu, new_gpu
+from hwadvisor.importers.base import (
+    Imported,
+    ImportFormatError,
+    Sample,
+    cap_gpus,
+    new_cpu,
+    new_gpu,
+)
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import (
     CpuInfo,
     Frameworks,
     GpuInfo,
+    GpuLink,
     NvmlInfo,
     NvmlStatus,
     PlatformInfo,
@@ -111,12 +119,18 @@ def parse_collect_env(text: str, source: Source = SRC) -> Profile:
     Raises :class:`CollectEnvError` when neither a header line nor the CPU section is present.
     ``source`` is what the CPU facts carry (:mod:`.lscpu` reads lscpu's own output here).
     """
-    top, gpu_lines, cpu_lines = _split(unsection(text))
+    return _read(text, source).profile
+
+
+def _read(text: str, source: Source = SRC) -> Imported:
+    flat = unsection(text)
+    top, gpu_lines, cpu_lines = _split(flat)
     if not cpu_lines and not any(marker.rstrip(":") in top for marker in MARKERS):
         raise CollectEnvError("no collect_env header lines (PyTorch version: ...)")
     torch = _torch(top)
+    gpu_lines, too_many = cap_gpus(gpu_lines)
     gpus = _gpus(top, gpu_lines, torch)
-    return Profile(
+    profile = Profile(
         tool=ToolInfo(version=__version__),
         created_utc=now_utc(),
         cpu=_cpu(cpu_lines, top, source),
@@ -125,6 +139,45 @@ def parse_collect_env(text: str, source: Source = SRC) -> Profile:
         gpus=gpus,
         frameworks=Frameworks(torch=torch),
     )
+    profile.gpu_topology = gpu_topology(text)
+    return Imported(
+        profile, truncated=too_many or _cut(flat, top, cpu_lines), unmodelled=accelerators(text)
+    )
+
+
+def _cut(text: str, top: dict[str, str], cpu_lines: list[str]) -> str | None:
+    """Where a collect_env report ends early: collect_env always ends with the library
+    versions, so a report with its header but not them was cut (a CPU section pasted alone
+    is a part, not a cut)."""
+    if "PyTorch version" not in top or re.search(r"(?m)^Versions of relevant libraries", text):
+        return None
+    if cpu_lines:
+        return "the text ends inside the CPU block, before the library versions"
+    return "the text ends before the CPU block and the library versions"
+
+
+#: What says a machine has accelerators that are not GPUs (or GPUs collect_env does not list):
+#: vLLM's platform line, and the libraries each kind needs.
+_ACCELERATORS = (
+    ("TPU", re.compile(r"detected platform tpu|\btorch[_-]xla\b|\blibtpu\b", re.IGNORECASE)),
+    ("Gaudi (HPU)", re.compile(r"detected platform hpu|\bhabana|\bhl-smi\b", re.IGNORECASE)),
+    (
+        "AWS Trainium/Inferentia (Neuron)",
+        re.compile(r"detected platform neuron|\btorch[_-]neuronx\b|\bneuronx-cc\b", re.IGNORECASE),
+    ),
+    ("Intel XPU", re.compile(r"detected platform xpu|^Is XPU available:\s*True", re.I | re.M)),
+)
+
+
+def accelerators(text: str) -> str | None:
+    """The accelerators the text says the machine has that no GPU line lists, with the words
+    that say so ("TPU (detected platform tpu)"), or None."""
+    found = []
+    for kind, pattern in _ACCELERATORS:
+        match = pattern.search(text)
+        if match:
+            found.append(f"{kind} ({match.group(0).strip()!r})")
+    return ", ".join(found) or None
 
 
 # --------------------------------------------------------------------------------------------
@@ -435,6 +488,20 @@ def _float(text: str | None) -> float | None:
         return None
 
 
+# --------------------------------------------------------------------------------------------
+# vLLM's "GPU Topology:" section: nvidia-smi topo -m's matrix, read by its importer
+
+
+def gpu_topology(text: str) -> list[GpuLink]:
+    """The links of the ``nvidia-smi topo -m`` matrix under vLLM's "GPU Topology:" line, or
+    none when there is no such section (see :mod:`hwadvisor.importers.nvidia_smi_topo`)."""
+    from hwadvisor.importers.nvidia_smi_topo import read_topology
+
+    section = re.search(r"(?m)^\s*GPU Topology\s*:", text)
+    topology = read_topology(text[section.end() :]) if section else None
+    return topology.links if topology else []
+
+
 def _near(sample: Sample) -> str | None:
     text = unsection(sample.head)
     found = [m for m in MARKERS if re.search(rf"(?m)^{re.escape(m)}", text)]
@@ -446,8 +513,8 @@ def _near(sample: Sample) -> str | None:
 FORMAT = Format(
     name="collect_env output",
     source=SRC,
-    sniff=lambda sample: looks_like_collect_env(sample.text),
-    parse=lambda sample: Imported(parse_collect_env(sample.text)),
+    sniff=lambda sample: looks_like_collect_env(sample.head),
+    parse=lambda sample: _read(sample.text),
     rank=40,
     near=_near,
     example="python -m torch.utils.collect_env (or vLLM's / SGLang's collect_env.py)",

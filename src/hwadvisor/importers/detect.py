@@ -256,6 +256,20 @@ def _import_findings(
                     fix="paste or attach the whole output to have every GPU and fact",
                 )
             )
+        if read.unmodelled:
+            findings.append(
+                Finding(
+                    id="accelerator-not-modelled",
+                    severity=Severity.WARNING,
+                    title="This machine has accelerators hwadvisor does not model",
+                    detail=(
+                        f"{part.origin}: {read.unmodelled}; the profile lists no GPU for them, "
+                        "and the advice covers the CPU and GPUs only"
+                    ),
+                    fix="judge the accelerators with their vendor's tools; the advice here "
+                    "describes this machine as if it had none",
+                )
+            )
     if conflicts:
         shown = "; ".join(f"{c.fact}: kept {c.kept}, not {c.dropped}" for c in conflicts[:3])
         more = (

@@ -166,7 +166,7 @@ def same(a: Any, b: Any) -> bool:
     ``...`` cut; versions where one extends the other (``535.104`` and ``535.104.05``); numbers
     within half a percent; lists where one holds the other."""
     if isinstance(a, bool) or isinstance(b, bool):
-        return bool(a == b)
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         scale = max(abs(a), abs(b))
         return bool(scale == 0 or abs(a - b) <= _TOLERANCE * scale)
