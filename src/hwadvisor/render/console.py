@@ -138,26 +138,37 @@ def _gpu_row(g: GpuInfo) -> list[RenderableType]:
             Text(""),
             Text(""),
         ]
-    pcie = Text.assemble(
-        "gen ",
-        show(g.pcie_generation),
-        "/",
-        show(g.pcie_generation_max),
-        " x",
-        show(g.pcie_width),
-        "/",
-        show(g.pcie_width_max),
+    link = (g.pcie_generation, g.pcie_generation_max, g.pcie_width, g.pcie_width_max)
+    # An imported description or a failed probe knows none of them: one word, not four.
+    pcie: RenderableType = (
+        Text.assemble(
+            "gen ",
+            show(g.pcie_generation),
+            "/",
+            show(g.pcie_generation_max),
+            " x",
+            show(g.pcie_width),
+            "/",
+            show(g.pcie_width_max),
+        )
+        if any(f.known for f in link)
+        else Text("unknown", style="dim")
+    )
+    power: RenderableType = (
+        Text.assemble(
+            show(g.power_limit_watts, lambda w: f"{float(w):.0f} W"),
+            " ",
+            show(g.temperature_c, lambda t: f"{t} °C"),
+        )
+        if g.power_limit_watts.known or g.temperature_c.known
+        else Text("unknown", style="dim")
     )
     return [
         Text(str(g.index)),
         Text.assemble(show(g.name), f" [{g.backend}]"),
         show(g.vram_total_bytes, human_bytes),
         show(g.compute_capability),
-        Text.assemble(
-            show(g.power_limit_watts, lambda w: f"{float(w):.0f} W"),
-            " ",
-            show(g.temperature_c, lambda t: f"{t} °C"),
-        ),
+        power,
         pcie,
     ]
 
