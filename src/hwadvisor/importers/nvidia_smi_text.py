@@ -141,5 +141,5 @@ FORMAT = Format(
     parse=lambda sample: parse_nvidia_smi_q(sample.text),
     rank=90,
     near=_near,
-    example="nvidia-smi -q (or -a)",
+    example="nvidia-smi -q",
 )

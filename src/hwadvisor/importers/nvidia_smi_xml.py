@@ -12,7 +12,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from hwadvisor.importers.base import Imported, ImportFormatError, Sample, empty_profile
+from hwadvisor.importers.base import (
+    Imported,
+    ImportFormatError,
+    Sample,
+    cap_gpus,
+    empty_profile,
+)
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
@@ -62,7 +68,7 @@ def parse_nvidia_smi_xml(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
 def gpus_from_root(root: ET.Element) -> tuple[NvmlInfo, list[GpuInfo]]:
     """The driver facts and GPUs of an ``<nvidia_smi_log>`` tree (parsed XML, or the tree the
     ``nvidia-smi -q`` text importer builds)."""
-    gpu_elements = root.findall("gpu")
+    gpu_elements, _ = cap_gpus(root.findall("gpu"))
     attached = _int(_text(root, "attached_gpus"), "")
     device_count: Fact[int] = attached if attached.known else fact(len(gpu_elements), SRC)
     info = NvmlInfo(
@@ -310,10 +316,11 @@ def imported_from_root(root: ET.Element) -> Imported:
     """What an ``<nvidia_smi_log>`` tree says: driver, GPUs, the report's time, and whether the
     report was cut off (fewer GPUs than attached, the last one without its memory section)."""
     nvml, gpus = gpus_from_root(root)
+    _, too_many = cap_gpus(root.findall("gpu"))
     return Imported(
         empty_profile(nvml=nvml, gpus=gpus),
         when_utc=timestamp_utc(root.findtext("timestamp") or ""),
-        truncated=_truncated(root, gpus),
+        truncated=too_many or _truncated(root, gpus),
     )
 
 

@@ -42,10 +42,17 @@ class Format:
 _MODULES = (
     "hwadvisor.importers.collect_env",
     "hwadvisor.importers.nvidia_smi_xml",
+    "hwadvisor.importers.system_profiler",
     "hwadvisor.importers.nvidia_smi_text",
     "hwadvisor.importers.nvidia_smi_table",
+    "hwadvisor.importers.nvidia_smi_topo",
+    "hwadvisor.importers.nvidia_smi_list",
     "hwadvisor.importers.nvidia_smi_csv",
+    "hwadvisor.importers.rocm_smi",
+    "hwadvisor.importers.amd_smi",
+    "hwadvisor.importers.gpustat",
     "hwadvisor.importers.lscpu",
+    "hwadvisor.importers.proc_cpuinfo",
 )
 
 
