@@ -4,6 +4,7 @@ an example command, and text no format takes told what it comes closest to."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +76,37 @@ def test_detection_is_linear_in_the_input() -> None:
     start = time.perf_counter()
     assert detect_format(text) is None
     assert time.perf_counter() - start < 1.0
+
+
+def test_the_readme_lists_every_format_with_its_command() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for entry in registry.formats():
+        assert f"| {entry.name} | `{entry.example}`" in readme, entry.name
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["| 0 ", "GPU0 ", "GPU 0: x (UUID: ", "GPU[0] ", "card0,", '"card0": {', "=== x",
+     " " * 50 + "x\n", "ROCm System Management ", "x....", "Architecture: ",
+     "processor\t: 0\n", "|    0  ", "NV12\t", "[gh]$ gpustat --json\n"],
+)  # fmt: skip
+def test_no_sniffer_backtracks_on_repeated_text(unit: str) -> None:
+    """64 KiB of one token repeated (one line, or many): each sniffer and hint stays linear
+    (a nested lazy pattern once took a minute here)."""
+    sample = Sample(unit * (65536 // len(unit)))
+    for entry in registry.formats():
+        for check in (entry.sniff, entry.near):
+            if check is None:
+                continue
+            start = time.perf_counter()
+            check(sample)
+            assert time.perf_counter() - start < 0.5, (entry.name, unit)
+
+
+def test_a_prompt_that_looks_like_an_array_does_not_hide_the_json() -> None:
+    sample = Sample('[gh]$ gpustat --json\n{"hostname": "node7", "gpus": []}\n')
+    assert sample.json == {"hostname": "node7", "gpus": []}
+    cut = Sample('{"gpus": [{"index": 0, "name": "NVIDIA A100"}, {"index": 1, "na')
+    # Read up to the cut: the second GPU keeps what was complete of it (its index).
+    assert cut.json == {"gpus": [{"index": 0, "name": "NVIDIA A100"}, {"index": 1}]}
+    assert cut.json_cut is not None and Sample('{"a": 1}').json_cut is None

@@ -26,6 +26,11 @@ T = TypeVar("T")
 MAX_GPUS = 128
 
 
+#: More MIG devices than one GPU can be split into (7 on an A100 or H100): the rest is a paste
+#: repeated.
+MAX_MIG = 16
+
+
 def cap_gpus(items: list[T]) -> tuple[list[T], str | None]:
     """The first :data:`MAX_GPUS` of ``items``, and why the rest were left out (or None)."""
     if len(items) <= MAX_GPUS:
@@ -57,16 +62,18 @@ class Sample:
 
     @cached_property
     def _json(self) -> tuple[Any, str | None]:
-        start = self.body[:1]
-        if start not in ("{", "["):
-            # A prompt line ("$ gpustat --json") before the document.
-            first = min(
-                (i for i in (self.text.find("\n{"), self.text.find("\n[")) if i >= 0), default=-1
-            )
-            if first < 0 or first > 4096:
-                return None, None
-            return load_json_prefix(self.text[first + 1 :])
-        return load_json_prefix(self.body)
+        if self.body[:1] in ("{", "["):
+            document = load_json_prefix(self.body)
+            if document[0] is not None:
+                return document
+        # A prompt line before the document ("$ gpustat --json", or "[gh]$ ..." that only
+        # looks like an array): the first line that starts one, within the first 4 KiB.
+        starts = [i for i in (self.text.find("\n{"), self.text.find("\n[")) if 0 <= i <= 4096]
+        for start in sorted(starts):
+            document = load_json_prefix(self.text[start + 1 :])
+            if document[0] is not None:
+                return document
+        return None, None
 
     @property
     def json(self) -> Any:

@@ -148,35 +148,64 @@ def _read(text: str, source: Source = SRC) -> Imported:
 def _cut(text: str, top: dict[str, str], cpu_lines: list[str]) -> str | None:
     """Where a collect_env report ends early: collect_env always ends with the library
     versions, so a report with its header but not them was cut (a CPU section pasted alone
-    is a part, not a cut)."""
-    if "PyTorch version" not in top or re.search(r"(?m)^Versions of relevant libraries", text):
+    is a part, and is cut only if its lscpu block is, see :func:`lscpu_cut`)."""
+    if "PyTorch version" not in top:
+        return lscpu_cut(cpu_lines)
+    if re.search(r"(?m)^Versions of relevant libraries", text):
         return None
     if cpu_lines:
         return "the text ends inside the CPU block, before the library versions"
     return "the text ends before the CPU block and the library versions"
 
 
+#: Keys only util-linux 2.37 and later print, which also print caches, NUMA and vulnerabilities
+#: after the flags (older versions end with the Flags line).
+_MODERN_LSCPU = re.compile(r"^(?:CPU\(s\) scaling MHz|Caches \(sum of all\)|Vulnerabilit)")
+
+
+def lscpu_cut(lines: list[str]) -> str | None:
+    """Why an lscpu block (stripped lines) looks cut off, or None: its last line is a key cut
+    before its colon, or it ends on the Flags line although its version prints more after it
+    (the tree layout's indented keys, or keys only recent versions print)."""
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    if ":" not in last and "=" not in last and len(lines) > 1:
+        return f"the lscpu block ends inside a key ({last.strip()[:20]!r})"
+    # The tree layout (2.37 and later) indents the keys under their section.
+    modern = any(_MODERN_LSCPU.match(line.strip()) or line[:1] in " \t" for line in lines)
+    if last.strip().startswith("Flags:") and modern:
+        return "the lscpu block ends on its Flags line (caches, NUMA and the rest are missing)"
+    return None
+
+
 #: What says a machine has accelerators that are not GPUs (or GPUs collect_env does not list):
-#: vLLM's platform line, and the libraries each kind needs.
+#: vLLM's platform line, and the libraries each kind needs (lower case; plain substrings, so a
+#: megabyte of library list is scanned once per word, not by a case-blind regular expression).
 _ACCELERATORS = (
-    ("TPU", re.compile(r"detected platform tpu|\btorch[_-]xla\b|\blibtpu\b", re.IGNORECASE)),
-    ("Gaudi (HPU)", re.compile(r"detected platform hpu|\bhabana|\bhl-smi\b", re.IGNORECASE)),
+    ("TPU", ("detected platform tpu", "torch_xla", "torch-xla", "libtpu")),
+    ("Gaudi (HPU)", ("detected platform hpu", "habana", "hl-smi")),
     (
         "AWS Trainium/Inferentia (Neuron)",
-        re.compile(r"detected platform neuron|\btorch[_-]neuronx\b|\bneuronx-cc\b", re.IGNORECASE),
+        ("detected platform neuron", "torch-neuronx", "torch_neuronx", "neuronx-cc"),
     ),
-    ("Intel XPU", re.compile(r"detected platform xpu|^Is XPU available:\s*True", re.I | re.M)),
+    ("Intel XPU", ("detected platform xpu",)),
 )
+_XPU_AVAILABLE = re.compile(r"(?m)^Is XPU available\s*:\s*True")
 
 
 def accelerators(text: str) -> str | None:
     """The accelerators the text says the machine has that no GPU line lists, with the words
-    that say so ("TPU (detected platform tpu)"), or None."""
+    that say so ("TPU ('detected platform tpu')"), or None."""
+    low = text.lower()
     found = []
-    for kind, pattern in _ACCELERATORS:
-        match = pattern.search(text)
-        if match:
-            found.append(f"{kind} ({match.group(0).strip()!r})")
+    for kind, words in _ACCELERATORS:
+        word = next((w for w in words if w in low), None)
+        if word is None and kind == "Intel XPU" and _XPU_AVAILABLE.search(text[:65536]):
+            word = "Is XPU available: True"
+        if word is not None:
+            found.append(f"{kind} ({word!r})")
     return ", ".join(found) or None
 
 
@@ -419,10 +448,13 @@ def _cpu(lines: list[str], top: dict[str, str], src: Source = SRC) -> CpuInfo:
     per_socket = _int(pairs.get("Core(s) per socket") or pairs.get("Core(s) per cluster"))
     sockets = _int(pairs.get("Socket(s)"))
     physical = per_socket * sockets if per_socket and sockets else None
+    per_core = _int(pairs.get("Thread(s) per core"))
+    if physical is None and logical and per_core and logical % per_core == 0:
+        physical = logical // per_core  # "Socket(s)" cut off: CPUs over threads per core
     flags = pairs.get("Flags")
     base = _float(pairs.get("MaxClockSpeed"))  # wmic: the rated clock, in MHz
     max_mhz = _float(pairs.get("CPU max MHz"))
-    reason_cores = "collect_env's CPU block lacks Core(s) per socket or Socket(s)"
+    reason_cores = "the CPU block lacks Core(s) per socket, Socket(s) and Thread(s) per core"
     # On Arm, lscpu's "Model name" is the core design (Neoverse-V2, Cortex-A72): what the
     # FLOP/cycle table is keyed by. On x86 it is the brand string, and the design stays unknown.
     micro = model if model and _ARM_CORE.match(model) else None
@@ -517,5 +549,5 @@ FORMAT = Format(
     parse=lambda sample: _read(sample.text),
     rank=40,
     near=_near,
-    example="python -m torch.utils.collect_env (or vLLM's / SGLang's collect_env.py)",
+    example="python -m torch.utils.collect_env",
 )

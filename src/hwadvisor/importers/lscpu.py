@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from hwadvisor.importers.base import Imported, Sample, empty_profile
-from hwadvisor.importers.collect_env import CollectEnvError, parse_collect_env
+from hwadvisor.importers.collect_env import CollectEnvError, lscpu_cut, parse_collect_env
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Source
 
@@ -42,7 +42,8 @@ def parse_lscpu(text: str) -> Imported:
     body = _lscpu_body(text)
     if body is None:
         raise CollectEnvError("no lscpu 'Architecture:' line")
-    return Imported(empty_profile(cpu=parse_collect_env("CPU:\n" + body, Source.LSCPU).cpu))
+    cpu = parse_collect_env("CPU:\n" + body, Source.LSCPU).cpu
+    return Imported(empty_profile(cpu=cpu), truncated=lscpu_cut(body.splitlines()))
 
 
 def _near(sample: Sample) -> str | None:
