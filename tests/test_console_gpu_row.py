@@ -34,3 +34,20 @@ def test_unknown_link_and_power_read_as_one_word() -> None:
     assert len(gpu_rows) == 2
     for row in gpu_rows:
         assert row.split()[-2:] == ["unknown", "unknown"]
+
+
+def test_an_import_that_does_not_show_the_stack_is_not_called_ready() -> None:
+    table = """\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  NVIDIA A10G         On   | 00000000:00:1E.0 Off |                    0 |
+|  0%   25C    P8    16W / 300W |      0MiB / 23028MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+"""
+    shown = _render(table)
+    assert "the stack is ready" not in shown
+    assert "does not show the stack" in shown

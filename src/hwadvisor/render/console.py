@@ -244,8 +244,11 @@ def _stack_table(p: Profile) -> Table:
     return _kv_table("Framework stack", rows)
 
 
-def _findings(findings: list[Finding]) -> RenderableType:
+def _findings(findings: list[Finding], torch_known: bool = True) -> RenderableType:
     if not findings:
+        if not torch_known:
+            # An imported nvidia-smi or rocm-smi text says nothing of the software stack.
+            return Text("Findings: none in what the text shows (it does not show the stack).")
         return Text("Findings: none — the stack is ready.", style="green")
     table = Table(title="Findings", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("", no_wrap=True)
@@ -442,7 +445,7 @@ def render_summary(profile: Profile, console: Console) -> None:
     bench = _bench(profile)
     if bench is not None:
         console.print(bench)
-    console.print(_findings(profile.findings))
+    console.print(_findings(profile.findings, profile.frameworks.torch.version.known))
     if profile.advice is not None:
         render_advice(profile.advice, console)
     diag = _diagnostics(profile)
