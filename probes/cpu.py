@@ -14,7 +14,7 @@ import os
 import platform
 import re
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +28,7 @@ from . import cgroup
 from ._common import PSUTIL_ERRORS
 from .isa import isa_from_tokens
 from .roots import Roots
+from .text import first_value, to_int
 
 T = TypeVar("T")
 
@@ -164,15 +165,6 @@ def parse_cpulist(text: str) -> set[int]:
     return cpus
 
 
-def _to_int(text: str | None, base: int = 10) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text.strip(), base)
-    except ValueError:
-        return None
-
-
 def _positive_int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
@@ -248,15 +240,6 @@ def parse_proc_cpuinfo(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def _first(blocks: Iterable[dict[str, str]], *keys: str) -> str | None:
-    for block in blocks:
-        for key in keys:
-            value = block.get(key)
-            if value:
-                return value
-    return None
-
-
 def needs_cpuinfo(roots: Roots = _LIVE_ROOTS, system: str | None = None) -> bool:
     """True when procfs cannot answer and the slow py-cpuinfo must run.
 
@@ -269,8 +252,8 @@ def needs_cpuinfo(roots: Roots = _LIVE_ROOTS, system: str | None = None) -> bool
     if text is None:
         return True
     blocks = parse_proc_cpuinfo(text)
-    has_model = _first(blocks, "model name", "CPU part") is not None
-    has_flags = _first(blocks, "flags", "Features") is not None
+    has_model = first_value(blocks, "model name", "CPU part") is not None
+    has_flags = first_value(blocks, "flags", "Features") is not None
     return not (has_model and has_flags)
 
 
@@ -325,7 +308,7 @@ class _Context:
 
     @property
     def arm(self) -> bool:
-        return _first(self.blocks, "CPU implementer") is not None
+        return first_value(self.blocks, "CPU implementer") is not None
 
     def raw_get(self, key: str) -> tuple[Any, str]:
         """py-cpuinfo's value for ``key`` (None when absent) and why it is absent."""
@@ -376,8 +359,8 @@ def _arm_parts(ctx: _Context) -> list[tuple[str, str | None, int | None, int | N
     """Distinct (vendor, core name, implementer, part) of the processors, in order."""
     seen: list[tuple[str, str | None, int | None, int | None]] = []
     for block in ctx.blocks:
-        implementer = _to_int(block.get("CPU implementer"), 16)
-        part = _to_int(block.get("CPU part"), 16)
+        implementer = to_int(block.get("CPU implementer"), 16)
+        part = to_int(block.get("CPU part"), 16)
         if implementer is None and part is None:
             continue
         vendor, parts = _ARM_IMPLEMENTERS.get(implementer or -1, ("", {}))
@@ -394,7 +377,7 @@ def _arm_parts(ctx: _Context) -> list[tuple[str, str | None, int | None, int | N
 
 
 def _vendor(ctx: _Context) -> Fact[str]:
-    vendor_id = _first(ctx.procs, "vendor_id")
+    vendor_id = first_value(ctx.procs, "vendor_id")
     if vendor_id:
         return fact(_X86_VENDORS.get(vendor_id, vendor_id.strip()), Source.PROCFS)
     parts = _arm_parts(ctx)
@@ -411,7 +394,7 @@ def _vendor(ctx: _Context) -> Fact[str]:
 
 def _brand(ctx: _Context) -> Fact[str]:
     """The marketing name, from wherever it is spelled out."""
-    name = _first(ctx.procs, "model name")
+    name = first_value(ctx.procs, "model name")
     if name and not ctx.arm:
         return fact(name, Source.PROCFS)
     raw_brand, why = ctx.raw_get("brand_raw")
@@ -430,7 +413,7 @@ def _model_name(ctx: _Context) -> Fact[str]:
         names = [name for _, name, _, _ in _arm_parts(ctx) if name]
         if names:
             return fact(" + ".join(dict.fromkeys(names)), Source.PROCFS)
-        kernel_name = _first(ctx.procs, "model name", "Processor")
+        kernel_name = first_value(ctx.procs, "model name", "Processor")
         if kernel_name:
             return fact(kernel_name, Source.PROCFS)
     brand = _brand(ctx)
@@ -456,17 +439,17 @@ _MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "i38
 
 def _architecture(ctx: _Context) -> Fact[str]:
     if ctx.linux and ctx.procs:
-        flags = _first(ctx.procs, "flags")
-        if _first(ctx.procs, "vendor_id") and flags is not None:
+        flags = first_value(ctx.procs, "flags")
+        if first_value(ctx.procs, "vendor_id") and flags is not None:
             # "lm" (long mode) is the 64-bit capability bit.
             return fact("x86_64" if "lm" in flags.split() else "i686", Source.PROCFS)
         if ctx.arm:
             # 32-bit kernels name the mode: "ARMv6-compatible processor rev 7 (v6l)".
-            mode = _ARM_MODE.search(_first(ctx.blocks, "model name", "Processor") or "")
+            mode = _ARM_MODE.search(first_value(ctx.blocks, "model name", "Processor") or "")
             if mode:
                 return fact(f"arm{mode.group(1)}", Source.PROCFS)
-            arch = (_first(ctx.blocks, "CPU architecture") or "").strip()
-            features = (_first(ctx.blocks, "Features") or "").split()
+            arch = (first_value(ctx.blocks, "CPU architecture") or "").strip()
+            features = (first_value(ctx.blocks, "Features") or "").split()
             if arch in ("8", "9", "AArch64") or "asimd" in features:
                 return fact("aarch64", Source.PROCFS)
             if arch == "7":
@@ -547,11 +530,11 @@ def _microarchitecture(ctx: _Context, vendor: Fact[str], brand: Fact[str]) -> Fa
             f"CPU part {_hex(part)} of implementer {_hex(implementer)} is not in the table",
             Source.PROCFS,
         )
-    family_text = _first(ctx.procs, "cpu family")
-    model_text = _first(ctx.procs, "model")
+    family_text = first_value(ctx.procs, "cpu family")
+    model_text = first_value(ctx.procs, "model")
     source = Source.PROCFS
-    family, model = _to_int(family_text), _to_int(model_text)
-    stepping = _to_int(_first(ctx.procs, "stepping"))
+    family, model = to_int(family_text), to_int(model_text)
+    stepping = to_int(first_value(ctx.procs, "stepping"))
     why = ctx.procfs_note
     if family is None or model is None:
         raw_family, why = ctx.raw_get("family")
@@ -583,7 +566,7 @@ def _sockets(ctx: _Context) -> Fact[int]:
     packages = {pkg for pkg, _ in ctx.topology().values() if pkg is not None and pkg != "-1"}
     if packages:
         return fact(len(packages), Source.SYSFS)
-    packages_sysctl = _to_int(ctx.sysctl.get("hw.packages"))
+    packages_sysctl = to_int(ctx.sysctl.get("hw.packages"))
     if packages_sysctl:
         return fact(packages_sysctl, Source.SYSCTL)
     if ctx.linux:
@@ -598,7 +581,7 @@ def _physical_cores(ctx: _Context) -> Fact[int]:
     cores = {(pkg, sib) for pkg, sib in ctx.topology().values() if sib is not None}
     if cores:
         return fact(len(cores), Source.SYSFS)
-    physical = _to_int(ctx.sysctl.get("hw.physicalcpu"))
+    physical = to_int(ctx.sysctl.get("hw.physicalcpu"))
     if physical:
         return fact(physical, Source.SYSCTL)
     try:
@@ -618,7 +601,7 @@ def _physical_cores(ctx: _Context) -> Fact[int]:
 def _logical_cores(ctx: _Context) -> Fact[int]:
     if ctx.procs:
         return fact(len(ctx.procs), Source.PROCFS)
-    logical = _to_int(ctx.sysctl.get("hw.logicalcpu"))
+    logical = to_int(ctx.sysctl.get("hw.logicalcpu"))
     if logical:
         return fact(logical, Source.SYSCTL)
     try:
@@ -649,9 +632,9 @@ def _hybrid(ctx: _Context) -> tuple[Fact[int], Fact[int]]:
         # Without a cpu_atom PMU no E-core is online (hybrid part with E-cores disabled).
         efficiency = _count_cores(ctx, parse_cpulist(atom_list)) if atom_list else 0
         return fact(performance, Source.SYSFS), fact(efficiency, Source.SYSFS)
-    levels = _to_int(ctx.sysctl.get("hw.nperflevels"))
-    p_cores = _to_int(ctx.sysctl.get("hw.perflevel0.physicalcpu"))
-    e_cores = _to_int(ctx.sysctl.get("hw.perflevel1.physicalcpu"))
+    levels = to_int(ctx.sysctl.get("hw.nperflevels"))
+    p_cores = to_int(ctx.sysctl.get("hw.perflevel0.physicalcpu"))
+    e_cores = to_int(ctx.sysctl.get("hw.perflevel1.physicalcpu"))
     if levels and levels >= 2 and p_cores is not None and e_cores is not None:
         return fact(p_cores, Source.SYSCTL), fact(e_cores, Source.SYSCTL)
     reason = "no hybrid core types exposed"
@@ -737,21 +720,21 @@ def _frequencies(ctx: _Context, brand: Fact[str]) -> tuple[Fact[float], Fact[flo
     elif ctx.system == "Windows" and psutil_max:
         # Windows reports the rated clock as psutil's "max".
         base = fact(psutil_max, Source.PSUTIL)
-    elif (hz := _to_int(ctx.sysctl.get("hw.cpufrequency"))) and hz > 0:
+    elif (hz := to_int(ctx.sysctl.get("hw.cpufrequency"))) and hz > 0:
         base = fact(hz / 1e6, Source.SYSCTL)
     elif not ctx.linux and (advertised := ctx.raw_get("hz_advertised")[0]):
         hz_value = advertised[0] if isinstance(advertised, list) and advertised else None
         if isinstance(hz_value, (int, float)) and hz_value > 0:
             base = fact(hz_value / 1e6, Source.CPUINFO)
     if base is None:
-        mhz = _first(ctx.procs, "cpu MHz")
+        mhz = first_value(ctx.procs, "cpu MHz")
         current = _freq_value(freq, "current")
         try:
             mhz_value = float(mhz) if mhz else None
         except ValueError:
             mhz_value = None
         if mhz_value and mhz_value > 0:
-            in_vm = "hypervisor" in (_first(ctx.procs, "flags") or "").split()
+            in_vm = "hypervisor" in (first_value(ctx.procs, "flags") or "").split()
             note = "current clock from /proc/cpuinfo 'cpu MHz', not the rated base clock"
             base = _noted(
                 mhz_value,
@@ -770,7 +753,7 @@ def _frequencies(ctx: _Context, brand: Fact[str]) -> tuple[Fact[float], Fact[flo
     # Max: the highest (turbo) clock.
     maximum: Fact[float]
     sysfs_max = _sysfs_khz(ctx.roots, "cpuinfo_max_freq") if ctx.linux else None
-    darwin_max = _to_int(ctx.sysctl.get("hw.cpufrequency_max"))
+    darwin_max = to_int(ctx.sysctl.get("hw.cpufrequency_max"))
     if sysfs_max:
         maximum = fact(sysfs_max, Source.SYSFS)
     elif ctx.system == "Windows":
@@ -795,7 +778,7 @@ def _isa(ctx: _Context) -> Fact[list[str]]:
     sets = [set(flags.split()) for b in ctx.procs if (flags := b.get("flags") or b.get("Features"))]
     if not sets:
         # Old ARM kernels print Features once, outside the processor entries.
-        machine_wide = _first(ctx.blocks, "flags", "Features")
+        machine_wide = first_value(ctx.blocks, "flags", "Features")
         sets = [set(machine_wide.split())] if machine_wide else []
     if sets:
         # A feature counts only if every CPU has it: a thread may run anywhere.
@@ -854,7 +837,7 @@ def _caches(
             found.setdefault(name, fact(total, Source.SYSCTL))
     # /proc/cpuinfo "cache size" is one instance of the last level the kernel knows: the L2 per
     # core on AMD, the L3 per package on Intel.
-    cache_size = _first(ctx.procs, "cache size")
+    cache_size = first_value(ctx.procs, "cache size")
     size = _size_bytes(cache_size) if cache_size else None
     if size and vendor.value in ("AMD", "Hygon") and "l2" not in found and physical.value:
         found["l2"] = _noted(
@@ -893,27 +876,27 @@ def _caches(
 
 def _darwin_caches(sysctl: dict[str, str]) -> dict[str, int]:
     totals: dict[str, int] = {}
-    levels = _to_int(sysctl.get("hw.nperflevels")) or 0
+    levels = to_int(sysctl.get("hw.nperflevels")) or 0
     for level in range(levels):
         prefix = f"hw.perflevel{level}."
-        cores = _to_int(sysctl.get(prefix + "physicalcpu"))
-        l1d = _to_int(sysctl.get(prefix + "l1dcachesize"))
-        l2 = _to_int(sysctl.get(prefix + "l2cachesize"))
-        per_l2 = _to_int(sysctl.get(prefix + "cpusperl2"))
+        cores = to_int(sysctl.get(prefix + "physicalcpu"))
+        l1d = to_int(sysctl.get(prefix + "l1dcachesize"))
+        l2 = to_int(sysctl.get(prefix + "l2cachesize"))
+        per_l2 = to_int(sysctl.get(prefix + "cpusperl2"))
         if cores and l1d:
             totals["l1d"] = totals.get("l1d", 0) + cores * l1d
         if cores and l2 and per_l2:
             totals["l2"] = totals.get("l2", 0) + math.ceil(cores / per_l2) * l2
     if not levels:
-        cores = _to_int(sysctl.get("hw.physicalcpu"))
-        l1d, l2 = _to_int(sysctl.get("hw.l1dcachesize")), _to_int(sysctl.get("hw.l2cachesize"))
+        cores = to_int(sysctl.get("hw.physicalcpu"))
+        l1d, l2 = to_int(sysctl.get("hw.l1dcachesize")), to_int(sysctl.get("hw.l2cachesize"))
         if cores and l1d:
             totals["l1d"] = cores * l1d
         if cores and l2:
             totals["l2"] = cores * l2  # Intel Macs: one L2 per core
-    l3 = _to_int(sysctl.get("hw.l3cachesize"))
+    l3 = to_int(sysctl.get("hw.l3cachesize"))
     if l3:
-        totals["l3"] = l3 * (_to_int(sysctl.get("hw.packages")) or 1)
+        totals["l3"] = l3 * (to_int(sysctl.get("hw.packages")) or 1)
     return totals
 
 
@@ -950,7 +933,7 @@ def _dmi_hypervisor(roots: Roots) -> str | None:
 
 def _virtualisation(ctx: _Context) -> tuple[Fact[bool], Fact[str]]:
     named = _dmi_hypervisor(ctx.roots) if ctx.linux else None
-    flags = _first(ctx.procs, "flags")
+    flags = first_value(ctx.procs, "flags")
     virtualized: Fact[bool]
     if flags is not None:
         virtualized = fact("hypervisor" in flags.split(), Source.PROCFS)

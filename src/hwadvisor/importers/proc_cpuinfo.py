@@ -21,6 +21,7 @@ from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import CpuInfo
 from hwadvisor.probes.isa import isa_from_tokens
+from hwadvisor.probes.text import first_value, to_int
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -126,24 +127,6 @@ def parse_proc_cpuinfo_text(text: str) -> Imported:
     return Imported(empty_profile(cpu=cpu), truncated=truncated, notes=notes)
 
 
-def _first(blocks: list[dict[str, str]], *keys: str) -> str | None:
-    for block in blocks:
-        for key in keys:
-            value = block.get(key)
-            if value:
-                return value
-    return None
-
-
-def _int(text: str | None, base: int = 10) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text.strip(), base)
-    except ValueError:
-        return None
-
-
 def _isa(fragments: list[dict[str, str]], key: str) -> Fact[list[str]]:
     sets = [set(b[key].split()) for b in fragments if b.get(key)]
     if not sets:
@@ -171,13 +154,13 @@ def _cut_reasons(read: _Text) -> list[str]:
 def _x86(read: _Text) -> tuple[CpuInfo, str | None, list[str]]:
     probe = _probe()
     entries, fragments = read.entries, read.fragments
-    vendor_id = _first(fragments, "vendor_id")
+    vendor_id = first_value(fragments, "vendor_id")
     vendor = probe._X86_VENDORS.get(vendor_id, vendor_id) if vendor_id else None
-    model = _first(fragments, "model name")
-    flags = _first(fragments, "flags")
+    model = first_value(fragments, "model name")
+    flags = first_value(fragments, "flags")
     reasons = _cut_reasons(read)
-    siblings = _int(_first(fragments, "siblings"))
-    per_package = _int(_first(fragments, "cpu cores"))
+    siblings = to_int(first_value(fragments, "siblings"))
+    per_package = to_int(first_value(fragments, "cpu cores"))
     seen = {i for b in fragments if (i := b.get("physical id"))}
     # A paste that looks whole but holds fewer entries than the packages seen have threads.
     expected = siblings * len(seen) if siblings and seen else 0
@@ -236,7 +219,7 @@ def _x86_sockets(
         return Fact[int](
             value=1, source=SRC, reason=f"{model} is a one-socket part (the text is cut off)"
         )
-    numbers = sorted(_int(i) or 0 for i in seen)
+    numbers = sorted(to_int(i) or 0 for i in seen)
     highest = f"; 'physical id' goes up to {numbers[-1]}" if numbers and numbers[-1] else ""
     return unknown(f"the text is cut off{highest}: the package count is unknown", SRC)
 
@@ -272,9 +255,9 @@ def _x86_counts(
 
 
 def _x86_micro(probe: Any, fragments: list[dict[str, str]], vendor: str | None) -> Fact[str]:
-    family = _int(_first(fragments, "cpu family"))
-    model = _int(_first(fragments, "model"))
-    stepping = _int(_first(fragments, "stepping"))
+    family = to_int(first_value(fragments, "cpu family"))
+    model = to_int(first_value(fragments, "model"))
+    stepping = to_int(first_value(fragments, "stepping"))
     if family is None or model is None or not vendor:
         return unknown("no 'cpu family'/'model' lines in the text", SRC)
     name = probe._x86_microarchitecture(vendor, family, model, stepping)
@@ -334,8 +317,8 @@ def _arm_name(vendor: str, name: str) -> str:
 
 def _arm_core(probe: Any, block: dict[str, str]) -> tuple[str | None, str | None, str]:
     """(vendor, core design, how the MIDR reads) of one entry."""
-    implementer = _int(block.get("CPU implementer"), 16)
-    part = _int(block.get("CPU part"), 16)
+    implementer = to_int(block.get("CPU implementer"), 16)
+    part = to_int(block.get("CPU part"), 16)
     if implementer is None:
         return None, None, "no 'CPU implementer' line"
     vendor, parts = probe._ARM_IMPLEMENTERS.get(implementer, (None, {}))
@@ -350,7 +333,7 @@ def _arm(read: _Text) -> tuple[CpuInfo, str | None, list[str]]:
     cores = [_arm_core(probe, b) for b in fragments if "CPU implementer" in b]
     names = list(dict.fromkeys(name for _, name, _ in cores if name))
     vendor = next((v for v, _, _ in cores if v), None)
-    kernel_name = _first(fragments, "model name", "Processor")
+    kernel_name = first_value(fragments, "model name", "Processor")
     model: Fact[str]
     if names:
         model = fact(" + ".join(names), SRC)
@@ -383,8 +366,8 @@ def _arm(read: _Text) -> tuple[CpuInfo, str | None, list[str]]:
         else:
             physical = unknown("a core design that may run several threads per core", SRC)
     performance, efficiency = _big_little(cores, bool(reasons) or len(entries) == 1)
-    arch = (_first(fragments, "CPU architecture") or "").strip()
-    features = (_first(fragments, "Features") or "").split()
+    arch = (first_value(fragments, "CPU architecture") or "").strip()
+    features = (first_value(fragments, "Features") or "").split()
     mode = _MODE.search(kernel_name or "")
     architecture: Fact[str]
     if mode:
