@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from hwadvisor import __version__
 from hwadvisor.importers.jsontext import load_json_prefix
-from hwadvisor.model.facts import Fact, Source, unknown
-from hwadvisor.model.profile import CpuInfo, GpuInfo, Profile, ToolInfo
+from hwadvisor.model.facts import Fact, Source, StrictModel, unknown
+from hwadvisor.model.profile import CpuInfo, GpuInfo, NvmlInfo, NvmlStatus, Profile, ToolInfo
 
 T = TypeVar("T")
 
@@ -110,7 +110,7 @@ def empty_profile(**sections: Any) -> Profile:
 
 
 @cache
-def _fact_fields(model: type[GpuInfo] | type[CpuInfo]) -> tuple[str, ...]:
+def _fact_fields(model: type[StrictModel]) -> tuple[str, ...]:
     """Every fact field of ``model`` (derived from the model, never listed by hand)."""
     return tuple(
         name
@@ -119,7 +119,7 @@ def _fact_fields(model: type[GpuInfo] | type[CpuInfo]) -> tuple[str, ...]:
     )
 
 
-def _unknowns(model: type[GpuInfo] | type[CpuInfo], source: Source, missing: str) -> dict[str, Any]:
+def _unknowns(model: type[StrictModel], source: Source, missing: str) -> dict[str, Any]:
     # One validated unknown, copied: a paste can list hundreds of GPUs.
     template = unknown(missing, source)
     return {name: template.model_copy() for name in _fact_fields(model)}
@@ -145,3 +145,15 @@ def new_cpu(*, source: Source, missing: str, **known: Any) -> CpuInfo:
     fields = _unknowns(CpuInfo, source, missing)
     fields.update(known)
     return CpuInfo(**fields)
+
+
+def new_nvml(
+    *, source: Source, missing: str, status: NvmlStatus = NvmlStatus.OK, **known: Any
+) -> NvmlInfo:
+    """The NVIDIA driver facts a tool's output states (``known``); the others ``null`` with
+    ``missing``, and the Python binding's version not applicable (no binding was used). The
+    status is OK by default: the tool read the GPUs through the driver when it printed them."""
+    fields = _unknowns(NvmlInfo, source, missing)
+    fields["binding_version"] = unknown(f"not applicable: read from {source.value} output", source)
+    fields.update(known)
+    return NvmlInfo(status=status, **fields)

@@ -18,6 +18,7 @@ from hwadvisor.importers.base import (
     cap_gpus,
     new_cpu,
     new_gpu,
+    new_nvml,
 )
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
@@ -374,12 +375,11 @@ def _nvml(top: dict[str, str], gpus: list[GpuInfo]) -> NvmlInfo:
     nvidia = [gpu for gpu in gpus if gpu.vendor == "nvidia"]
     # Without a driver version nothing says NVML would work: leave the status unprobed.
     status = NvmlStatus.OK if driver.known else NvmlStatus.ERROR
-    return NvmlInfo(
+    return new_nvml(
+        source=SRC,
+        missing=MISSING,
         status=status,
         driver_version=driver,
-        cuda_driver_version=unknown(MISSING, SRC),
-        nvml_version=unknown(MISSING, SRC),
-        binding_version=unknown("not applicable: read from collect_env output", SRC),
         device_count=fact(len(nvidia), SRC) if driver.known else unknown(MISSING, SRC),
     )
 

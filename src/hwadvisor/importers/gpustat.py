@@ -14,12 +14,19 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from hwadvisor.importers.base import Imported, ImportFormatError, Sample, empty_profile, new_gpu
+from hwadvisor.importers.base import (
+    Imported,
+    ImportFormatError,
+    Sample,
+    empty_profile,
+    new_gpu,
+    new_nvml,
+)
 from hwadvisor.importers.jsontext import load_json_prefix
 from hwadvisor.importers.nvidia_smi_xml import timestamp_utc
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.profile import GpuInfo, NvmlInfo, NvmlStatus
+from hwadvisor.model.profile import GpuInfo, NvmlInfo
 
 SRC = Source.GPUSTAT
 MISSING = "not in gpustat output"
@@ -270,13 +277,11 @@ def _header_before(
 
 
 def _nvml(driver: str | None, gpus: list[GpuInfo], cut: str | None) -> NvmlInfo:
-    return NvmlInfo(
-        # gpustat reads the GPUs through NVML: it worked when the output was taken.
-        status=NvmlStatus.OK,
+    # gpustat reads the GPUs through NVML: it worked when the output was taken.
+    return new_nvml(
+        source=SRC,
+        missing=MISSING,
         driver_version=fact(driver, SRC, "gpustat printed no driver version"),
-        cuda_driver_version=unknown(MISSING, SRC),
-        nvml_version=unknown(MISSING, SRC),
-        binding_version=unknown("not applicable: read from gpustat output", SRC),
         device_count=(
             unknown(f"the output is cut off ({cut})", SRC) if cut else fact(len(gpus), SRC)
         ),

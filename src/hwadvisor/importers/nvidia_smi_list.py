@@ -22,10 +22,11 @@ from hwadvisor.importers.base import (
     cap_gpus,
     empty_profile,
     new_gpu,
+    new_nvml,
 )
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
+from hwadvisor.model.profile import GpuInfo, MigInstance
 
 SRC = Source.NVIDIA_SMI
 MISSING = "not in nvidia-smi -L"
@@ -161,14 +162,7 @@ def parse_nvidia_smi_list(text: str) -> Imported:
     count: Fact[int] = (
         unknown("the list is cut off", SRC) if listing.truncated else fact(len(listing.gpus), SRC)
     )
-    nvml = NvmlInfo(
-        status=NvmlStatus.OK,
-        driver_version=unknown(MISSING, SRC),
-        cuda_driver_version=unknown(MISSING, SRC),
-        nvml_version=unknown(MISSING, SRC),
-        binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
-        device_count=count,
-    )
+    nvml = new_nvml(source=SRC, missing=MISSING, device_count=count)
     return Imported(
         empty_profile(nvml=nvml, gpus=listing.gpus),
         truncated=listing.truncated,

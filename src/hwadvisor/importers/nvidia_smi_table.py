@@ -26,13 +26,14 @@ from hwadvisor.importers.base import (
     cap_gpus,
     empty_profile,
     new_gpu,
+    new_nvml,
 )
 from hwadvisor.importers.nvidia_smi_list import read_list
 from hwadvisor.importers.nvidia_smi_topo import read_topology
 from hwadvisor.importers.nvidia_smi_xml import normalize_bus_id, timestamp_utc
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
+from hwadvisor.model.profile import GpuInfo, MigInstance
 
 SRC = Source.NVIDIA_SMI
 MISSING = "not in the nvidia-smi table"
@@ -101,12 +102,11 @@ def parse_nvidia_smi_table(text: str) -> Imported:
     elif listing.gpus:
         gpus = listing.gpus  # the table is cut before its rows; nvidia-smi -L lines name the GPUs
     topology = read_topology(text)
-    nvml = NvmlInfo(
-        status=NvmlStatus.OK,
+    nvml = new_nvml(
+        source=SRC,
+        missing=MISSING,
         driver_version=_version(header.group(2) if header else None),
         cuda_driver_version=_version(header.group(3) if header else None),
-        nvml_version=unknown(MISSING, SRC),
-        binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
         device_count=unknown("the table is cut off", SRC) if gpus_cut else fact(len(gpus), SRC),
     )
     when = _DATE.search(text[: header.start()]) if header else None

@@ -26,10 +26,11 @@ from hwadvisor.importers.base import (
     Sample,
     empty_profile,
     new_gpu,
+    new_nvml,
 )
 from hwadvisor.importers.registry import Format
-from hwadvisor.model.facts import Source, fact, unknown
-from hwadvisor.model.profile import GpuLink, NvmlInfo, NvmlStatus
+from hwadvisor.model.facts import Source, fact
+from hwadvisor.model.profile import GpuLink
 
 SRC = Source.NVIDIA_SMI
 MISSING = "not in nvidia-smi topo -m"
@@ -244,14 +245,7 @@ def parse_nvidia_smi_topo(text: str) -> Imported:
         new_gpu(index, vendor="nvidia", backend="cuda", source=SRC, missing=MISSING)
         for index in range(topology.gpu_count)
     ]
-    nvml = NvmlInfo(
-        status=NvmlStatus.OK,
-        driver_version=unknown(MISSING, SRC),
-        cuda_driver_version=unknown(MISSING, SRC),
-        nvml_version=unknown(MISSING, SRC),
-        binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
-        device_count=fact(topology.gpu_count, SRC),
-    )
+    nvml = new_nvml(source=SRC, missing=MISSING, device_count=fact(topology.gpu_count, SRC))
     return Imported(
         empty_profile(nvml=nvml, gpus=gpus, gpu_topology=topology.links),
         truncated=topology.truncated,

@@ -18,10 +18,11 @@ from hwadvisor.importers.base import (
     Sample,
     cap_gpus,
     empty_profile,
+    new_nvml,
 )
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo, NvmlStatus
+from hwadvisor.model.profile import GpuInfo, MigInstance, NvmlInfo
 
 T = TypeVar("T")
 
@@ -71,13 +72,11 @@ def gpus_from_root(root: ET.Element) -> tuple[NvmlInfo, list[GpuInfo]]:
     gpu_elements, _ = cap_gpus(root.findall("gpu"))
     attached = _int(_text(root, "attached_gpus"), "")
     device_count: Fact[int] = attached if attached.known else fact(len(gpu_elements), SRC)
-    info = NvmlInfo(
-        status=NvmlStatus.OK,
-        message=None,
+    info = new_nvml(
+        source=SRC,
+        missing="nvidia-smi -q -x does not report the NVML version",
         driver_version=_str(_text(root, "driver_version")),
         cuda_driver_version=_str(_text(root, "cuda_version")),
-        nvml_version=unknown("nvidia-smi -q -x does not report the NVML version", SRC),
-        binding_version=unknown("not applicable: read from nvidia-smi output", SRC),
         device_count=device_count,
     )
     return info, [_gpu(index, element) for index, element in enumerate(gpu_elements)]
