@@ -35,7 +35,7 @@ def _imports_or_one_line(text: str) -> None:
         message = str(exc)
         assert message.startswith("paste.txt: ") and "\n" not in message
         return
-    assert profile.imported is not None or profile.schema_version >= 1
+    assert profile.imported is not None and profile.imported.files[0].file == "paste.txt"
     for gpu in profile.gpus:
         assert gpu.vram_total_bytes.value is None or gpu.vram_total_bytes.value > 0
 

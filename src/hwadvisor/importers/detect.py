@@ -9,6 +9,7 @@ is an :class:`~hwadvisor.errors.InputError` with a one-line message.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -102,6 +103,9 @@ def read_one(text: str, origin: str) -> tuple[Format, Imported]:
     sample = Sample(clean_paste(text))  # fences, quote marks, line ends: for every format alike
     kind = detect(sample)
     if kind is None:
+        if sample.body.startswith("{"):
+            # A JSON object no format takes: the profile loader says why it is not a profile.
+            parse_profile(text, origin)
         raise InputError(f"{origin}: {unknown_format_message(sample)}")
     try:
         return kind, kind.parse(sample)
@@ -139,14 +143,9 @@ def _check(text: str, origin: str) -> None:
 
 
 def _is_profile(text: str) -> bool:
-    """A saved profile: a JSON object with ``schema_version`` — or a JSON object no import format
-    takes, which the profile loader then explains ("not an hwadvisor profile")."""
+    """A saved profile: a JSON object with ``schema_version`` (its first key, as written)."""
     body = text.lstrip("\ufeff \t\r\n")
-    if not body.startswith("{"):
-        return False
-    if '"schema_version"' in body[:65536]:
-        return True
-    return detect(Sample(clean_paste(text))) is None
+    return body.startswith("{") and '"schema_version"' in body[:65536]
 
 
 def _finish(parts: list[tuple[Part, Imported]]) -> Profile:
@@ -220,8 +219,6 @@ def _envelope_conflicts(times: list[str], hosts: list[tuple[str, Part]]) -> list
 
 
 def _days_between(first: str, last: str) -> float:
-    from datetime import datetime
-
     def parse(text: str) -> datetime:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
 
