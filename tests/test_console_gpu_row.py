@@ -51,3 +51,11 @@ def test_an_import_that_does_not_show_the_stack_is_not_called_ready() -> None:
     shown = _render(table)
     assert "the stack is ready" not in shown
     assert "does not show the stack" in shown
+
+
+def test_the_report_of_an_import_says_what_it_was_read_from() -> None:
+    from hwadvisor.render.html import render_html
+
+    html = render_html(import_text(NAMES_ONLY, "bug-report.txt"), source_sha256="0" * 64)
+    assert "Imported from bug-report.txt (collect_env output)" in html
+    assert "the scan ran without benchmarks" not in html

@@ -470,6 +470,7 @@ def render_html(
         "recommended": recommended(advice),
         "key_measurements": key_measurements(profile),
         "busy_warning": busy_warning(profile.benchmarks),
+        "imported_from": imported_from(profile),
         "measurements": measurement_rows(profile.benchmarks),
         "charts": _charts(profile),
         "facts": raw_facts(profile),
@@ -508,3 +509,12 @@ def _template_line(exc: BaseException, name: str) -> str:
             where = f"{filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where
+
+
+def imported_from(profile: Profile) -> str | None:
+    """For an imported profile, the files and formats it was read from (no hardware was
+    probed or measured); None for a scan."""
+    if profile.imported is None:
+        return None
+    files = ", ".join(f"{Path(f.file).name} ({f.format})" for f in profile.imported.files)
+    return f"Imported from {files}: nothing was probed or measured on the machine."
