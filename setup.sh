@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up hwadvisor in ./.venv (or $HWADVISOR_VENV). Safe to run again.
 #
-#   bash setup.sh          the tool
+#   bash setup.sh          the tool, with HTML/PDF reports and `hwadvisor fleet`
 #   bash setup.sh --dev    the tool and what the tests, lint and type checks need
+#   bash setup.sh --slim   JSON only (an inventory host): no matplotlib, WeasyPrint or DuckDB
 #
 # PyTorch is chosen with care: a torch you already have (for example a CUDA or ROCm build in the
 # Python this script runs with) is kept; on a machine with an NVIDIA GPU the default build is
@@ -13,11 +14,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")"
 DEV=0
+SLIM=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown option $arg (use --dev or --help)" >&2; exit 2 ;;
+    --slim) SLIM=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (use --dev, --slim or --help)" >&2; exit 2 ;;
   esac
 done
 
@@ -62,7 +65,7 @@ fi
 
 # PDF reports need Pango (WeasyPrint). Debian/Ubuntu as root: install it; otherwise say how.
 # Without it hwadvisor still writes JSON and HTML.
-if [ "$(uname -s)" = "Linux" ] && ! ldconfig -p 2>/dev/null | grep -q 'libpango-1.0.so'; then
+if [ "$SLIM" = 0 ] && [ "$(uname -s)" = "Linux" ] && ! ldconfig -p 2>/dev/null | grep -q 'libpango-1.0.so'; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing Pango for PDF reports (apt-get install libpango-1.0-0 libpangoft2-1.0-0)"
     apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 >/dev/null 2>&1 \
@@ -74,8 +77,10 @@ if [ "$(uname -s)" = "Linux" ] && ! ldconfig -p 2>/dev/null | grep -q 'libpango-
 fi
 
 if [ "$DEV" = 1 ]; then
-  pip_install -e ".[dev]"
-else
+  pip_install -e ".[report,fleet,dev]"
+elif [ "$SLIM" = 1 ]; then
   pip_install -e .
+else
+  pip_install -e ".[report,fleet]"
 fi
 say "ready: $VENV/bin/hwadvisor $("$VENV/bin/hwadvisor" --version | cut -d' ' -f2)"

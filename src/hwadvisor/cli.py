@@ -761,6 +761,18 @@ def schema() -> None:
     typer.echo(json.dumps(doc, indent=2))
 
 
+def _register_groups() -> None:
+    # Command groups live in their own modules (imported here, light: typer only).
+    from hwadvisor.export_cli import export_app
+    from hwadvisor.fleet.cli import fleet_app
+
+    app.add_typer(fleet_app, name="fleet")
+    app.add_typer(export_app, name="export")
+
+
+_register_groups()
+
+
 def _error(message: str) -> None:
     typer.echo(f"hwadvisor: error: {message}", err=True)
 

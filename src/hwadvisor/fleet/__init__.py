@@ -1,0 +1,1 @@
+"""``hwadvisor fleet``: many machines' profiles in one embedded database, rolled up."""
