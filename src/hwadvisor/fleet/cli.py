@@ -1,11 +1,388 @@
-"""The ``hwadvisor fleet`` commands: option parsing only; the work is in :mod:`hwadvisor.fleet`."""
+"""The ``hwadvisor fleet`` commands: option parsing only; the work is in :mod:`hwadvisor.fleet`.
+
+Every command but ``ingest`` and ``diff`` reads either the database (``--db``, by default
+``fleet.duckdb`` here) or, when folders are named, those folders read into memory now (and into
+``--db`` as well when it is given).
+"""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+if TYPE_CHECKING:
+    from hwadvisor.fleet.store import Fleet, IngestResult
 
 fleet_app = typer.Typer(
     name="fleet",
     help="Many machines' profiles: ingest, summary, export, report, advise, diff.",
     no_args_is_help=True,
 )
+
+DEFAULT_DB = Path("fleet.duckdb")
+
+Sources = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Folders (read recursively) or files of profiles; none: the database.",
+        show_default=False,
+    ),
+]
+Db = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        help="The fleet database (default fleet.duckdb; with folders named and no --db, "
+        "they are read into memory only).",
+        show_default=False,
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def _open(sources: list[Path] | None, db: Path | None) -> tuple[Fleet, IngestResult | None]:
+    from hwadvisor.fleet.store import open_sources
+
+    if not sources:
+        return open_sources([], db or DEFAULT_DB)
+    return open_sources(sources, db)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def escape_text(text: str) -> str:
+    """Profile strings are shown, never read as rich markup (a host named ``[red]x``)."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _err(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def _ingest_lines(result: IngestResult, where: str) -> list[str]:
+    lines = [
+        f"{where}: {result.files:,} files, {result.new_scans:,} new scans, "
+        f"{result.unchanged:,} unchanged, {result.known_scans:,} already known, "
+        f"{len(result.skipped):,} skipped"
+    ]
+    for path, reason in result.skipped[:10]:
+        lines.append(f"  skipped {path}: {reason}")
+    if len(result.skipped) > 10:
+        lines.append(f"  … and {len(result.skipped) - 10:,} more (fleet summary counts them)")
+    if result.clock_skewed:
+        lines.append(
+            f"  {result.clock_skewed:,} scans have a wrong clock: ordered by file time instead"
+        )
+    return lines
+
+
+@fleet_app.command()
+def ingest(
+    sources: Annotated[list[Path], typer.Argument(help="Folders or files of profiles.")],
+    db: Annotated[
+        Path, typer.Option("--db", help="The fleet database, created if missing.")
+    ] = DEFAULT_DB,
+    as_json: AsJson = False,
+) -> None:
+    """Add profiles to the fleet database: new and changed files only; the latest scan of each
+    machine wins and history is kept. Files that are not profiles are skipped with a reason."""
+    from hwadvisor.fleet.store import ingest as run_ingest
+    from hwadvisor.fleet.store import open_fleet
+
+    with open_fleet(db, create=True) as fleet:
+        result = run_ingest(fleet, sources)
+        hosts = fleet.scalar("SELECT count(*) FROM hosts")
+    if as_json:
+        out = {
+            "db": str(db),
+            "files": result.files,
+            "new_scans": result.new_scans,
+            "unchanged": result.unchanged,
+            "already_known": result.known_scans,
+            "clock_skewed": result.clock_skewed,
+            "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
+            "hosts": hosts,
+        }
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for line in _ingest_lines(result, str(db)):
+        typer.echo(line)
+    typer.echo(f"{db}: {hosts:,} hosts")
+
+
+def _hosts(n: int) -> str:
+    return f"{n:,} host" if n == 1 else f"{n:,} hosts"
+
+
+def _top(rows: list[list[Any]], limit: int = 8) -> str:
+    shown = [f"{k} ({n:,})" for k, n in rows[:limit]]
+    if len(rows) > limit:
+        shown.append(f"… {len(rows) - limit} more")
+    return ", ".join(shown) if shown else "—"
+
+
+_SCENARIOS = {
+    "1": "1 CPU is enough",
+    "2": "2 one GPU",
+    "3": "3 workstation",
+    "4": "4 multi-GPU / cluster node",
+}
+
+
+def print_summary(data: dict[str, Any]) -> None:
+    """The roll-up as a person reads it: counts first, then what needs attention."""
+    from rich.table import Table
+
+    con = _console()
+    con.print(
+        f"[bold]{data['hosts']:,} hosts[/bold], {data['gpus']:,} GPUs "
+        f"({data['scans']:,} scans from {data['files']:,} files; "
+        f"{data['skipped_files']:,} files skipped)"
+    )
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    capability = [[_SCENARIOS.get(k, k), n] for k, n in data["by_capability"]]
+    for label, rows in (
+        ("Capability", capability),
+        ("GPU models", data["by_gpu_model"]),
+        ("Per host", data["by_gpu_config"]),
+        ("CPU models", data["by_cpu_model"]),
+        ("Drivers", data["by_driver"]),
+        ("CUDA", data["by_cuda_driver"]),
+        ("torch", data["by_torch"]),
+    ):
+        table.add_row(label, escape_text(_top(rows)))
+    con.print(table)
+    attention: list[str] = []
+    for f in data["findings"][:8]:
+        attention.append(f"{f['severity']}: {f['title']} ({f['id']}) on {_hosts(f['hosts'])}")
+    for o in data["outliers"][:8]:
+        worst = max(o["figures"], key=lambda f: f["drop"])
+        attention.append(
+            f"outlier: {o['hostname'] or o['host_key']} {o['device']} ({o['model']}) "
+            f"{worst['case']} {worst['precision'] or ''} {worst['drop']:.0%} below the median "
+            f"of {worst['group']:,}"
+        )
+    if len(data["outliers"]) > 8:
+        attention.append(f"… {len(data['outliers']) - 8} more outliers (--json lists them)")
+    if data["stale"]:
+        attention.append(
+            f"stale: {_hosts(len(data['stale']))} not scanned in {data['stale_days']} days"
+        )
+    for d in data["duplicate_machine_ids"][:5]:
+        attention.append(
+            f"duplicate machine id {d['machine_id']}: {', '.join(map(str, d['hostnames']))} "
+            "(cloned image? run systemd-machine-id-setup on each)"
+        )
+    if data["clock_skewed"]:
+        attention.append(f"clock: {len(data['clock_skewed']):,} hosts report a wrong scan time")
+    for r in data["skipped_reasons"][:5]:
+        attention.append(f"skipped {r['files']:,} files: {r['reason']}")
+    if attention:
+        con.print("[bold]Needs attention[/bold]")
+        for line in attention:
+            con.print(f"  {escape_text(line)}")
+    else:
+        con.print("Nothing needs attention.")
+
+
+@fleet_app.command()
+def summary(
+    sources: Sources = None,
+    db: Db = None,
+    stale_days: Annotated[
+        int, typer.Option("--stale-days", min=1, help="A host not scanned for this long is stale.")
+    ] = 30,
+    as_json: AsJson = False,
+) -> None:
+    """Counts by CPU and GPU model, VRAM, driver, CUDA, torch, capability by scenario; the
+    findings, outlier devices, stale hosts and duplicate machine ids."""
+    from hwadvisor.fleet.queries import summary as roll_up
+
+    fleet, result = _open(sources, db)
+    with fleet:
+        if result is not None and not as_json:
+            for line in _ingest_lines(result, str(db or "folders")):
+                _err(line)
+        data = roll_up(fleet, _now(), stale_days)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        print_summary(data)
+
+
+@fleet_app.command()
+def export(
+    sources: Sources = None,
+    db: Db = None,
+    table: Annotated[
+        str,
+        typer.Option(
+            "--table", help="hosts (latest scan each), gpus, findings, measurements, history."
+        ),
+    ] = "hosts",
+    fmt: Annotated[str, typer.Option("--format", help="csv, parquet or ndjson.")] = "csv",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The file (default: stdout; not Parquet).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+) -> None:
+    """Flat, null-safe rows with units in the column names, for spreadsheets and CMDBs."""
+    from hwadvisor.fleet.export import export as run_export
+
+    fleet, _ = _open(sources, db)
+    with fleet:
+        count = run_export(fleet, table, fmt.lower(), out, force=force)
+    if out is not None:
+        _err(f"wrote {out} ({count:,} rows)")
+
+
+@fleet_app.command()
+def advise(
+    workload: Annotated[
+        str, typer.Option("--workload", "-w", help="A preset (see `hwadvisor workloads`).")
+    ],
+    sources: Sources = None,
+    db: Db = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Rows to print.")] = 30,
+    as_json: AsJson = False,
+) -> None:
+    """Which machines meet a workload, ranked by time-to-train (hosts of identical hardware
+    share one estimate; degraded outliers are named)."""
+    from hwadvisor.advise import load_rules
+    from hwadvisor.errors import UsageError
+    from hwadvisor.fleet.advise import rank
+    from hwadvisor.render.console import human_duration
+    from hwadvisor.workloads import WorkloadError, get_workload
+
+    try:
+        chosen = get_workload(workload)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from exc
+    fleet, _ = _open(sources, db)
+    with fleet:
+        ranked, configs = rank(fleet, chosen, rules=load_rules(None))
+    meeting = sum(r.sufficient for r in ranked)
+    if as_json:
+        doc = {
+            "workload": chosen.name,
+            "hosts": len(ranked),
+            "meets": meeting,
+            "configurations": configs,
+            "ranking": [r.as_dict() for r in ranked],
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(
+        f"[bold]{escape_text(chosen.name)}[/bold]: {meeting:,} of {len(ranked):,} hosts meet it "
+        f"({configs:,} hardware configurations estimated)"
+    )
+    table = Table("host", "hardware", "time to train", "fits", "meets", box=None)
+    for r in ranked[:limit]:
+        when = human_duration(r.seconds) if r.seconds is not None else "—"
+        fits = {True: "yes", False: "no", None: "?"}[r.fits_memory]
+        name = escape_text(r.hostname or r.host_key)
+        if r.outlier:
+            name += f" [yellow](outlier: {escape_text(r.outlier)})[/yellow]"
+        hardware = r.hardware.removeprefix("this machine's ")
+        meets = "[green]yes[/green]" if r.sufficient else "no"
+        table.add_row(name, escape_text(hardware), when, fits, meets)
+    con.print(table)
+    if len(ranked) > limit:
+        con.print(f"… {len(ranked) - limit:,} more hosts (--limit, or --json for all)")
+
+
+@fleet_app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The earlier fleet: a database or a folder.")],
+    new: Annotated[Path, typer.Argument(help="The later fleet: a database or a folder.")],
+    as_json: AsJson = False,
+) -> None:
+    """What changed across the fleet: hosts added or gone, drivers upgraded, GPUs lost, new
+    and cleared findings."""
+    from hwadvisor.fleet.compare import compare
+
+    with _side(old) as before, _side(new) as after:
+        data = compare(before, after)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    con = _console()
+    con.print(
+        f"[bold]{data['hosts_before']:,} → {data['hosts_after']:,} hosts[/bold]: "
+        f"{len(data['added']):,} added, {len(data['gone']):,} gone, "
+        f"{data['changed_hosts']:,} changed"
+    )
+    for c in data["changes_by_kind"][:15]:
+        con.print(escape_text(f"  {c['fact']}: {c['old']} → {c['new']} on {c['hosts']:,} hosts"))
+    for g in data["gpus_lost"][:10]:
+        con.print(escape_text(f"  GPUs lost: {g['host']} {g['old']} → {g['new']}"))
+    for f in data["new_findings"][:10]:
+        con.print(escape_text(f"  new finding {f['id']} on {f['hosts']:,} hosts"))
+    for f in data["cleared_findings"][:10]:
+        con.print(escape_text(f"  cleared {f['id']} on {f['hosts']:,} hosts"))
+    for label in ("added", "gone"):
+        if data[label]:
+            names = ", ".join(str(n) for n in data[label][:10])
+            more = f" … {len(data[label]) - 10:,} more" if len(data[label]) > 10 else ""
+            con.print(escape_text(f"  {label}: {names}{more}"))
+
+
+def _side(path: Path) -> Fleet:
+    from hwadvisor.fleet.store import ingest as run_ingest
+    from hwadvisor.fleet.store import open_fleet
+
+    if path.is_file() and path.suffix == ".duckdb":
+        return open_fleet(path, create=False)
+    fleet = open_fleet(None, create=True)
+    try:
+        run_ingest(fleet, [path])
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet
+
+
+@fleet_app.command()
+def report(
+    sources: Sources = None,
+    db: Db = None,
+    fmt: Annotated[str, typer.Option("--format", help="html, pdf or both.")] = "html,pdf",
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder the report is written to.")] = Path(
+        "reports"
+    ),
+    stale_days: Annotated[int, typer.Option("--stale-days", min=1)] = 30,
+) -> None:
+    """The fleet on page one (GPU models, capability by scenario, findings, outliers), then a
+    row per host."""
+    from hwadvisor.fleet.queries import summary as roll_up
+    from hwadvisor.fleet.report import write_fleet_report
+    from hwadvisor.render.report import parse_formats
+
+    formats = parse_formats(fmt, ("html", "pdf"))
+    fleet, _ = _open(sources, db)
+    with fleet:
+        data = roll_up(fleet, _now(), stale_days)
+        written = write_fleet_report(fleet, data, formats, out_dir)
+    for path in written.files:
+        typer.echo(f"wrote {path}")
+    for warning in written.warnings:
+        _err(warning)

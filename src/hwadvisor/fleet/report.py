@@ -1,0 +1,126 @@
+"""``fleet report``: the fleet on page one (charts of GPU models, capability by scenario and
+findings; what needs attention), then one row per host. HTML, and PDF through WeasyPrint."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hwadvisor import __version__
+from hwadvisor.fleet.store import Fleet
+from hwadvisor.render.report import Written
+
+#: The PDF lists at most this many hosts (the HTML lists all; the CSV export has every fact).
+PDF_HOST_ROWS = 2000
+
+SCENARIO_TITLES = {
+    1: "1 · CPU is enough",
+    2: "2 · one reasonable GPU",
+    3: "3 · workstation / cloud GPUs",
+    4: "4 · multi-GPU / cluster node",
+}
+
+
+def _bar_chart(title: str, rows: list[tuple[str, int]], unit: str) -> dict[str, Any]:
+    """A horizontal bar chart as an SVG data URI (or why it is not drawn)."""
+    from hwadvisor.render.charts import NEEDS_REPORT_EXTRA, _figure, _to_uri
+
+    if not rows:
+        return {"title": title, "uri": None, "why_not": "nothing to show"}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return {"title": title, "uri": None, "why_not": NEEDS_REPORT_EXTRA}
+    shown = rows[:12]
+    if len(rows) > 12:
+        shown = [*shown[:11], (f"{len(rows) - 11} others", sum(n for _, n in rows[11:]))]
+    fig = _figure(0.35 + 0.26 * len(shown))
+    ax = fig.add_subplot()
+    labels = [label if len(label) <= 40 else label[:39] + "…" for label, _ in shown][::-1]
+    values = [n for _, n in shown][::-1]
+    bars = ax.barh(labels, values, color="#2b6cb0")
+    ax.bar_label(bars, labels=[f"{v:,}" for v in values], padding=3, fontsize=8)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(unit)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.margins(x=0.12)
+    return {"title": title, "uri": _to_uri(fig), "why_not": None}
+
+
+def _hosts(fleet: Fleet, limit: int | None) -> list[dict[str, Any]]:
+    sql = (
+        "SELECT host_key, hostname, effective_utc, cpu_model, cpu_usable_cpus, "
+        "memory_total_bytes, gpu_models, driver_version, torch_version, capability_scenario, "
+        "findings_error, findings_warning, duplicate_id, clock_note FROM hosts "
+        "ORDER BY capability_scenario DESC, gpu_models NULLS LAST, hostname, host_key"
+    )
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return fleet.query(sql)
+
+
+def render_fleet_html(
+    fleet: Fleet, data: dict[str, Any], *, host_limit: int | None = None, paper: str = "A4"
+) -> str:
+    from hwadvisor.render.html import environment, render_template
+
+    charts = [
+        _bar_chart(
+            "Capability by scenario",
+            [
+                (SCENARIO_TITLES.get(int(k), k) if k.isdigit() else k, n)
+                for k, n in sorted(data["by_capability"])
+            ],
+            "hosts",
+        ),
+        _bar_chart("GPU models", [(k, n) for k, n in data["by_gpu_model"]], "GPUs"),
+        _bar_chart("Findings", [(f"{f['title']}", f["hosts"]) for f in data["findings"]], "hosts"),
+    ]
+    hosts = _hosts(fleet, host_limit)
+    outlier_keys = {o["host_key"] for o in data["outliers"]}
+    stale_keys = {s["host_key"] for s in data["stale"]}
+    context = {
+        "data": data,
+        "charts": charts,
+        "hosts": hosts,
+        "hosts_cut": data["hosts"] - len(hosts),
+        "outlier_keys": outlier_keys,
+        "stale_keys": stale_keys,
+        "scenario_titles": SCENARIO_TITLES,
+        "paper": paper,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "tool_version": __version__,
+    }
+    return render_template(environment(), "fleet.html.j2", context)
+
+
+def write_fleet_report(
+    fleet: Fleet, data: dict[str, Any], formats: list[str], folder: Path, stem: str = "fleet"
+) -> Written:
+    """Write ``folder/fleet.html`` and ``.pdf`` (never over an existing file: ``fleet-2`` ...)."""
+    from hwadvisor.errors import OutputError
+    from hwadvisor.render.jsonio import write_new_file
+    from hwadvisor.render.report import _free_stem
+
+    done = Written()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot be created: {exc.strerror or exc}") from exc
+    stem = _free_stem(folder, stem, formats)
+    if "html" in formats:
+        done.files.append(write_new_file(folder / f"{stem}.html", render_fleet_html(fleet, data)))
+    if "pdf" in formats:
+        from hwadvisor.render.pdf import PdfUnavailable, render_pdf
+
+        html = render_fleet_html(fleet, data, host_limit=PDF_HOST_ROWS)
+        try:
+            pdf = render_pdf(html)
+        except PdfUnavailable as exc:
+            done.warnings.append(f"no PDF: {exc}")
+        else:
+            done.files.append(write_new_file(folder / f"{stem}.pdf", pdf))
+    return done

@@ -1,0 +1,624 @@
+"""The fleet database: profiles of many machines in one embedded DuckDB file.
+
+Tables: ``files`` (every file ever offered, with its size and mtime so an unchanged folder is
+re-ingested from ``stat`` alone, and the reason a file was skipped), ``scans`` (one row per
+distinct profile, history kept, the profile itself compressed in ``doc``), and per scan ``gpus``,
+``findings`` and ``measurements``. Views: ``host_scans`` (every scan with the host it belongs
+to) and ``hosts`` (the latest scan of each host). An ingest is one transaction: a failure or
+Ctrl-C leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hwadvisor.errors import HwAdvisorError, InputError, OutputError
+from hwadvisor.fleet.rows import (
+    FINDING_COLUMNS,
+    GPU_COLUMNS,
+    HOST_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    Rows,
+    flatten,
+)
+from hwadvisor.inputfile import read_input
+from hwadvisor.model.profile import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    pass
+
+#: Bumped when the tables change shape; a database from a newer hwadvisor is refused.
+FLEET_SCHEMA = 1
+
+#: Files a folder walk never offers as profiles: outputs of hwadvisor and of other tools.
+_NOT_INPUT = (
+    ".html", ".pdf", ".png", ".svg", ".jpg", ".duckdb", ".wal", ".parquet", ".prom", ".tmp",
+    ".gz", ".zip", ".tar", ".whl", ".csv.gz", ".pyc",
+)  # fmt: skip
+
+#: A profile dated this far past the ingest is from a host with a wrong clock.
+_FUTURE = timedelta(days=1)
+#: hwadvisor did not exist before this: an earlier date is a clock reset to its epoch.
+_EPOCH = datetime(2020, 1, 1)
+#: Two hostnames under one machine id within this window are two machines (a cloned image).
+DUPLICATE_WINDOW_DAYS = 7
+
+#: Above this many files to read, parsing runs in worker processes (one per usable CPU).
+_PARALLEL_FROM = 256
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:  # the slim install
+        raise InputError(
+            "hwadvisor fleet needs DuckDB: pip install 'hwadvisor[fleet]' (bash setup.sh "
+            "installs it)"
+        ) from exc
+    return duckdb
+
+
+# --------------------------------------------------------------------------------------------
+# Opening
+
+
+def _schema_sql() -> list[str]:
+    def cols(spec: Iterable[tuple[str, str]]) -> str:
+        return ", ".join(f"{name} {kind}" for name, kind in spec)
+
+    return [
+        "CREATE TABLE IF NOT EXISTS fleet_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS files (path VARCHAR PRIMARY KEY, size_bytes BIGINT, "
+        "mtime_ns BIGINT, scan_id VARCHAR, status VARCHAR, reason VARCHAR, "
+        "ingested_utc TIMESTAMP)",
+        "CREATE TABLE IF NOT EXISTS scans (scan_id VARCHAR PRIMARY KEY, machine_id VARCHAR, "
+        "hostname VARCHAR, machine_key VARCHAR, created_utc TIMESTAMP, effective_utc TIMESTAMP, "
+        "clock_note VARCHAR, schema_version INTEGER, tool_version VARCHAR, origin VARCHAR, "
+        f"path VARCHAR, ingested_utc TIMESTAMP, {cols(HOST_COLUMNS)}, doc BLOB)",
+        f"CREATE TABLE IF NOT EXISTS gpus (scan_id VARCHAR, {cols(GPU_COLUMNS)})",
+        f"CREATE TABLE IF NOT EXISTS findings (scan_id VARCHAR, {cols(FINDING_COLUMNS)})",
+        f"CREATE TABLE IF NOT EXISTS measurements (scan_id VARCHAR, {cols(MEASUREMENT_COLUMNS)})",
+        f"""CREATE OR REPLACE VIEW host_scans AS
+        WITH s AS (
+            SELECT * EXCLUDE (doc),
+                   max(effective_utc) OVER (PARTITION BY machine_key) AS key_latest
+            FROM scans
+        ), dup AS (
+            SELECT machine_key FROM s
+            WHERE hostname IS NOT NULL
+              AND effective_utc >= key_latest - INTERVAL {DUPLICATE_WINDOW_DAYS} DAY
+            GROUP BY machine_key HAVING count(DISTINCT hostname) > 1
+        )
+        SELECT s.*,
+               s.machine_key IN (SELECT machine_key FROM dup) AS duplicate_id,
+               CASE WHEN s.machine_key IN (SELECT machine_key FROM dup)
+                    THEN s.machine_key || '@' || coalesce(s.hostname, '?')
+                    ELSE s.machine_key END AS host_key
+        FROM s""",
+        f"""CREATE OR REPLACE VIEW hosts AS
+        SELECT * EXCLUDE (rn, key_latest) FROM (
+            SELECT *, row_number() OVER (
+                PARTITION BY host_key
+                ORDER BY effective_utc DESC NULLS LAST, ingested_utc DESC, scan_id
+            ) AS rn
+            FROM host_scans
+        ) WHERE rn = 1
+          -- Under a shared machine id, a name last seen before the window is a rename: history.
+          AND NOT (duplicate_id
+                   AND effective_utc < key_latest - INTERVAL {DUPLICATE_WINDOW_DAYS} DAY)""",
+    ]
+
+
+@dataclass
+class Fleet:
+    """An open fleet database (a file, or in memory for a folder read once)."""
+
+    con: Any
+    path: Path | None
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Rows as dicts (column name → value)."""
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def scalar(self, sql: str, params: list[Any] | None = None) -> Any:
+        row = self.con.execute(sql, params or []).fetchone()
+        return row[0] if row else None
+
+
+def open_fleet(path: Path | None, *, create: bool) -> Fleet:
+    """Open (or with ``create``, make) the database at ``path``; ``None`` is in memory."""
+    duckdb = _duckdb()
+    if path is not None:
+        if not create and not path.exists():
+            raise InputError(
+                f"{path}: no fleet database here: run `hwadvisor fleet ingest FOLDER --db "
+                f"{path}` first, or name the folders of profiles"
+            )
+        if path.exists() and not path.is_file():
+            raise InputError(f"{path}: is not a file: --db names the database file")
+        if create and not path.parent.is_dir():
+            raise OutputError(f"{path.parent}: no such folder for the fleet database")
+    try:
+        con = duckdb.connect(str(path) if path else ":memory:")
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise OutputError(
+                f"{path}: the fleet database is in use by another process (an ingest still "
+                "running?): try again when it has finished"
+            ) from exc
+        raise InputError(f"{path}: not a fleet database ({_first_line(text)})") from exc
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: not a fleet database ({_first_line(str(exc))})") from exc
+    fleet = Fleet(con, path)
+    try:
+        _check_schema(fleet, create)
+    except BaseException:
+        con.close()
+        raise
+    return fleet
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:200] if text.strip() else "unknown error"
+
+
+def _check_schema(fleet: Fleet, create: bool) -> None:
+    duckdb = _duckdb()
+    where = fleet.path or "the fleet"
+    tables = {row[0] for row in fleet.con.execute("SHOW TABLES").fetchall()}
+    if "fleet_meta" in tables:
+        value = fleet.scalar("SELECT value FROM fleet_meta WHERE key = 'schema'")
+        version = int(value) if value and str(value).isdigit() else 0
+        if version > FLEET_SCHEMA:
+            raise InputError(
+                f"{where}: written by a newer hwadvisor (fleet schema {version}; this one "
+                f"reads up to {FLEET_SCHEMA}): upgrade hwadvisor"
+            )
+        if version < 1:
+            raise InputError(f"{where}: not a fleet database (no schema version)")
+    elif tables:
+        raise InputError(f"{where}: a DuckDB database, but not an hwadvisor fleet database")
+    elif not create:
+        raise InputError(f"{where}: an empty database: run `hwadvisor fleet ingest` first")
+    try:
+        fleet.con.execute("BEGIN TRANSACTION")
+        for sql in _schema_sql():
+            fleet.con.execute(sql)
+        fleet.con.execute(
+            "INSERT OR REPLACE INTO fleet_meta VALUES ('schema', ?)", [str(FLEET_SCHEMA)]
+        )
+        fleet.con.execute("COMMIT")
+    except duckdb.Error as exc:
+        fleet.con.execute("ROLLBACK")
+        raise OutputError(f"{where}: cannot be written ({_first_line(str(exc))})") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Reading one file
+
+
+@dataclass
+class Loaded:
+    """What one file gave: rows to store, or the reason it was skipped."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    scan_id: str | None = None
+    rows: Rows | None = None
+    doc: bytes | None = None
+    reason: str | None = None
+
+
+def _reason(exc: HwAdvisorError, path: str) -> str:
+    text = str(exc)
+    return text[len(path) + 2 :] if text.startswith(f"{path}: ") else text
+
+
+def load_file(item: tuple[str, int, int]) -> Loaded:
+    """Read, check and flatten one file (runs in a worker process for large ingests)."""
+    path, size, mtime_ns = item
+    out = Loaded(path, size, mtime_ns)
+    try:
+        text = read_input(Path(path))
+    except InputError as exc:
+        out.reason = _reason(exc, path)
+        return out
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    out.scan_id = digest[:32]
+    try:
+        doc, origin, native = _document(text, path)
+    except InputError as exc:
+        out.reason = _reason(exc, path)
+        return out
+    out.rows = flatten(doc, origin)
+    # A profile is stored as written; another tool's output as the profile it was read into.
+    stored = text if native else json.dumps(doc, separators=(",", ":"))
+    out.doc = zlib.compress(stored.encode("utf-8", "surrogatepass"), 1)
+    return out
+
+
+def _document(text: str, path: str) -> tuple[dict[str, Any], str, bool]:
+    """The profile document in ``text``: an hwadvisor profile (checked for its version), or
+    another tool's output turned into one by the importers."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("{") and '"schema_version"' in stripped[:4096]:
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}): cut off?"
+            ) from exc
+        except RecursionError as exc:
+            raise InputError("JSON nested too deeply to be a profile") from exc
+        if not isinstance(data, dict):
+            raise InputError("not an hwadvisor profile")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise InputError(f"schema_version {version!r} is not a positive integer")
+        if version > SCHEMA_VERSION:
+            raise InputError(
+                f"written by a newer hwadvisor (schema {version}; this one reads up to "
+                f"{SCHEMA_VERSION}): upgrade hwadvisor"
+            )
+        if _tool(data) != "hwadvisor" or not isinstance(data.get("created_utc"), str):
+            raise InputError("not an hwadvisor profile (no tool name or created_utc)")
+        return data, "import" if isinstance(data.get("imported"), dict) else "scan", True
+    from hwadvisor.importers.detect import import_text
+
+    try:
+        profile = import_text(text, path)
+    except InputError as exc:
+        why = _reason(exc, path)
+        if why.startswith("not a recognised format"):
+            why = "neither an hwadvisor profile nor a tool output hwadvisor import reads"
+        raise InputError(why) from exc
+    fmt = profile.imported.files[0].format if profile.imported and profile.imported.files else None
+    return profile.model_dump(mode="json"), fmt or "import", False
+
+
+def _tool(data: dict[str, Any]) -> Any:
+    tool = data.get("tool")
+    return tool.get("name") if isinstance(tool, dict) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the files
+
+
+def walk(sources: Iterable[Path]) -> Iterator[tuple[str, int, int]]:
+    """Every candidate file under ``sources`` (files as given; folders recursively, hidden
+    entries and hwadvisor's own outputs left out) as (absolute path, size, mtime_ns)."""
+    seen: set[str] = set()
+    for source in sources:
+        if not source.exists():
+            raise InputError(f"{source}: no such file or folder")
+        if source.is_dir():
+            for root, dirs, files in os.walk(source):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.startswith(".") or name.lower().endswith(_NOT_INPUT):
+                        continue
+                    item = _stat(Path(root) / name)
+                    if item and item[0] not in seen:
+                        seen.add(item[0])
+                        yield item
+        else:
+            item = _stat(source)
+            if item and item[0] not in seen:
+                seen.add(item[0])
+                yield item
+
+
+def _stat(path: Path) -> tuple[str, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return (str(path.absolute()), -1, -1)  # read (and skipped with the reason) later
+    return (str(path.absolute()), info.st_size, info.st_mtime_ns)
+
+
+# --------------------------------------------------------------------------------------------
+# Ingest
+
+
+@dataclass
+class IngestResult:
+    files: int = 0
+    """Files offered (after the walk's filters)."""
+    unchanged: int = 0
+    """Files whose size and mtime matched the database: not read again."""
+    new_scans: int = 0
+    known_scans: int = 0
+    """Files read whose profile the database already had (a copy, or touched)."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) for each file that is not a profile this hwadvisor reads."""
+    clock_skewed: int = 0
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def _effective(rows: Rows, mtime_ns: int, now: datetime) -> tuple[datetime, str | None]:
+    """When the scan is taken to have run: its own time, unless the host's clock was wrong
+    (then the file's modification time, and a note)."""
+    mtime = datetime.fromtimestamp(max(mtime_ns, 0) / 1e9, timezone.utc).replace(tzinfo=None)
+    when = rows.created_utc
+    if when is None:
+        return min(mtime, now), "no scan time in the profile: the file's time is used"
+    if when > now + _FUTURE:
+        return min(mtime, now), f"scan time {when:%Y-%m-%d %H:%M} is in the future (host clock)"
+    if when < _EPOCH:
+        return min(mtime, now), f"scan time {when:%Y-%m-%d} is before 2020 (host clock reset)"
+    return when, None
+
+
+def _machine_key(rows: Rows, path: str) -> str:
+    if rows.machine_id:
+        return rows.machine_id
+    if rows.hostname:
+        return f"host:{rows.hostname}"
+    return f"file:{path}"
+
+
+def ingest(
+    fleet: Fleet,
+    sources: Iterable[Path],
+    *,
+    workers: int | None = None,
+    now: datetime | None = None,
+) -> IngestResult:
+    """Add the profiles under ``sources`` to ``fleet``, in one transaction."""
+    now = now or _now()
+    result = IngestResult()
+    known = {
+        row[0]: (row[1], row[2])
+        for row in fleet.con.execute("SELECT path, size_bytes, mtime_ns FROM files").fetchall()
+    }
+    todo: list[tuple[str, int, int]] = []
+    for item in walk(sources):
+        result.files += 1
+        if item[1] >= 0 and known.get(item[0]) == (item[1], item[2]):
+            result.unchanged += 1
+        else:
+            todo.append(item)
+    if not todo:
+        return result
+    duckdb = _duckdb()
+    con = fleet.con
+    with tempfile.TemporaryDirectory(prefix="hwadvisor-fleet-") as tmp:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for chunk in _chunks(todo, workers, Path(tmp), now):
+                _merge(fleet, chunk, result)
+            con.execute("COMMIT")
+        except BaseException as exc:
+            con.execute("ROLLBACK")
+            if isinstance(exc, duckdb.Error):
+                raise OutputError(
+                    f"{fleet.path or 'the fleet'}: ingest failed, nothing was changed "
+                    f"({_first_line(str(exc))})"
+                ) from exc
+            raise
+    return result
+
+
+#: Files per unit of work: read, flattened and written as Parquet by one worker.
+_CHUNK = 250
+
+
+@dataclass
+class Chunk:
+    """What a worker made of some files: the ``files`` rows, and one newline-delimited JSON
+    file per table holding their scans' rows (the database parses JSON in bulk, far faster
+    than it converts Python values one by one)."""
+
+    files: list[tuple[Any, ...]]
+    tables: dict[str, str]
+    clock_skewed: int = 0
+
+
+def _chunks(
+    todo: list[tuple[str, int, int]], workers: int | None, tmp: Path, now: datetime
+) -> Iterator[Chunk]:
+    jobs = [(todo[i : i + _CHUNK], str(tmp / f"c{i}"), now) for i in range(0, len(todo), _CHUNK)]
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if workers <= 1 or len(todo) < _PARALLEL_FROM:
+        yield from map(load_chunk, jobs)
+        return
+    import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn, not fork: the open database has threads, and a forked copy of their locks can hang.
+    context = multiprocessing.get_context("spawn")
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for chunk in pool.map(load_chunk, jobs):
+                done += 1
+                yield chunk
+    except (BrokenProcessPool, OSError):
+        # No worker processes here (a sandbox, a frozen program): the rest in this one.
+        yield from map(load_chunk, jobs[done:])
+
+
+_SCAN_SPEC: tuple[tuple[str, str], ...] = (
+    ("scan_id", "VARCHAR"),
+    ("machine_id", "VARCHAR"),
+    ("hostname", "VARCHAR"),
+    ("machine_key", "VARCHAR"),
+    ("created_utc", "TIMESTAMP"),
+    ("effective_utc", "TIMESTAMP"),
+    ("clock_note", "VARCHAR"),
+    ("schema_version", "INTEGER"),
+    ("tool_version", "VARCHAR"),
+    ("origin", "VARCHAR"),
+    ("path", "VARCHAR"),
+    ("ingested_utc", "TIMESTAMP"),
+    *HOST_COLUMNS,
+    ("doc", "BLOB"),
+)
+_FILE_SPEC: tuple[tuple[str, str], ...] = (
+    ("path", "VARCHAR"),
+    ("size_bytes", "BIGINT"),
+    ("mtime_ns", "BIGINT"),
+    ("scan_id", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("reason", "VARCHAR"),
+    ("ingested_utc", "TIMESTAMP"),
+)
+_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "scans": _SCAN_SPEC,
+    "gpus": (("scan_id", "VARCHAR"), *GPU_COLUMNS),
+    "findings": (("scan_id", "VARCHAR"), *FINDING_COLUMNS),
+    "measurements": (("scan_id", "VARCHAR"), *MEASUREMENT_COLUMNS),
+}
+
+
+def _insert(
+    con: Any, table: str, spec: tuple[tuple[str, str], ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """Insert a few rows at once: one list per column, unnested together."""
+    if not rows:
+        return
+    columns = [list(col) for col in zip(*rows, strict=True)]
+    select = ", ".join(f"unnest(${i + 1})::{kind}" for i, (_, kind) in enumerate(spec))
+    con.execute(f"INSERT INTO {table} SELECT {select}", columns)
+
+
+def _when(value: datetime | None) -> str | None:
+    return value.isoformat(sep=" ") if value is not None else None
+
+
+def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
+    """Read some files and write their rows as JSON lines (runs in a worker process)."""
+    items, stem, now = job
+    chunk = Chunk(files=[], tables={})
+    lines: dict[str, list[str]] = {name: [] for name in _TABLES}
+    seen: set[str] = set()
+    dumps = json.dumps
+    for item in items:
+        loaded = load_file(item)
+        rows, sid = loaded.rows, loaded.scan_id
+        if rows is None or sid is None:
+            reason = loaded.reason or "unreadable"
+            chunk.files.append((loaded.path, loaded.size, loaded.mtime_ns, None, "skipped", reason))
+            continue
+        chunk.files.append((loaded.path, loaded.size, loaded.mtime_ns, sid, "ok", None))
+        if sid in seen:
+            continue
+        seen.add(sid)
+        effective, note = _effective(rows, loaded.mtime_ns, now)
+        chunk.clock_skewed += note is not None and rows.created_utc is not None
+        scan = {
+            "scan_id": sid,
+            "machine_id": rows.machine_id,
+            "hostname": rows.hostname,
+            "machine_key": _machine_key(rows, loaded.path),
+            "created_utc": _when(rows.created_utc),
+            "effective_utc": _when(effective),
+            "clock_note": note,
+            "schema_version": rows.schema_version,
+            "tool_version": rows.tool_version,
+            "origin": rows.origin,
+            "path": loaded.path,
+            "ingested_utc": _when(now),
+            **rows.host,
+            "doc": base64.b64encode(loaded.doc or b"").decode("ascii"),
+        }
+        lines["scans"].append(dumps(scan))
+        for table, entries in (
+            ("gpus", rows.gpus),
+            ("findings", rows.findings),
+            ("measurements", rows.measurements),
+        ):
+            lines[table].extend(dumps({"scan_id": sid, **entry}) for entry in entries)
+    for name, table_lines in lines.items():
+        if table_lines:
+            path = f"{stem}-{name}.jsonl"
+            with open(path, "w", encoding="utf-8") as out:
+                out.write("\n".join(table_lines))
+            chunk.tables[name] = path
+    return chunk
+
+
+def _reader(table: str) -> str:
+    """SQL reading one table's JSON lines with its exact columns (the document as base64)."""
+    spec = ", ".join(
+        f"'{name}': '{'VARCHAR' if name == 'doc' else kind}'" for name, kind in _TABLES[table]
+    )
+    select = "* REPLACE (from_base64(doc) AS doc)" if table == "scans" else "*"
+    return (
+        f"SELECT {select} FROM read_json(?, format = 'newline_delimited', "
+        f"columns = {{{spec}}}, maximum_object_size = 67108864)"
+    )
+
+
+def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult) -> None:
+    """Add a worker's chunk: scans the database does not have yet, with their rows."""
+    con = fleet.con
+    for path, _size, _mtime, _sid, status, reason in chunk.files:
+        if status != "ok":
+            result.skipped.append((path, reason or "unreadable"))
+    new = 0
+    if "scans" in chunk.tables:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE new_ids AS SELECT DISTINCT scan_id FROM read_json(?, "
+            "format = 'newline_delimited', columns = {'scan_id': 'VARCHAR'}, "
+            "maximum_object_size = 67108864) WHERE scan_id NOT IN (SELECT scan_id FROM scans)",
+            [chunk.tables["scans"]],
+        )
+        new = con.execute("SELECT count(*) FROM new_ids").fetchone()[0]
+        for table, path in chunk.tables.items():
+            con.execute(
+                f"INSERT INTO {table} SELECT * FROM ({_reader(table)}) "
+                "WHERE scan_id IN (SELECT scan_id FROM new_ids)",
+                [path],
+            )
+        con.execute("DROP TABLE new_ids")
+    ok = sum(1 for f in chunk.files if f[4] == "ok")
+    result.new_scans += new
+    result.known_scans += ok - new
+    result.clock_skewed += chunk.clock_skewed
+    now = _now()
+    files = [(*f, now) for f in chunk.files]
+    con.execute("DELETE FROM files WHERE path IN (SELECT unnest($1))", [[f[0] for f in files]])
+    _insert(con, "files", _FILE_SPEC, files)
+
+
+def open_sources(sources: list[Path], db: Path | None) -> tuple[Fleet, IngestResult | None]:
+    """The fleet to query: the database ``db`` (ingesting ``sources`` into it first, if any),
+    or, with folders and no database, an in-memory one read from them now."""
+    if sources:
+        fleet = open_fleet(db, create=True)
+        try:
+            return fleet, ingest(fleet, sources)
+        except BaseException:
+            fleet.close()
+            raise
+    return open_fleet(db, create=False), None

@@ -1,0 +1,342 @@
+"""``hwadvisor fleet``: ingest (incremental, transactional, hostile input), the roll-up, outliers,
+export, advise, diff and the report, on fleets made from the recorded fixtures."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwadvisor.cli import main
+from hwadvisor.errors import InputError, OutputError
+from hwadvisor.fleet import store
+from hwadvisor.fleet.compare import compare
+from hwadvisor.fleet.queries import outliers, summary
+from hwadvisor.fleet.store import FLEET_SCHEMA, ingest, open_fleet
+from tests.helpers import fleet_synth as fs
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NOW = datetime(2026, 11, 23)
+
+pytest.importorskip("duckdb")
+
+
+def _write(folder: Path, docs: list[dict[str, Any]]) -> None:
+    fs.write(folder, iter(docs))
+
+
+def _hosts(n: int, kind: str = "single-gpu", seed: int = 1, **kw: Any) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    base = fs.template(kind)
+    return [fs.make_host(base, i, rng, **kw) for i in range(n)]
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    folder = tmp_path / "profiles"
+    _write(folder, list(fs.mixed_fleet(12)))
+    (folder / "cut.json").write_text('{"schema_version": 5, "tool": {"name": "hwadvisor"')
+    (folder / "future.json").write_text(
+        json.dumps({"schema_version": 999, "tool": {"name": "hwadvisor"}, "created_utc": "x"})
+    )
+    (folder / "foreign.json").write_text('{"schema_version": 2, "something": "else"}')
+    (folder / "notes.txt").write_text("nothing to see here\n")
+    (folder / "fleet.html").write_text("<html>an output, never offered</html>")
+    xml = sorted((FIXTURES / "nvidia-smi").glob("*.xml"))[0]
+    shutil.copy(xml, folder / "gpu-node-99.xml")
+    return folder
+
+
+def test_ingest_reads_profiles_and_imports_and_skips_the_rest_with_reasons(mixed: Path) -> None:
+    with open_fleet(None, create=True) as fleet:
+        result = ingest(fleet, [mixed], now=NOW)
+        reasons = dict((Path(p).name, r) for p, r in result.skipped)
+        assert result.files == 17  # the .html is not offered
+        assert result.new_scans == 13
+        assert set(reasons) == {"cut.json", "future.json", "foreign.json", "notes.txt"}
+        assert "cut off" in reasons["cut.json"]
+        assert "newer hwadvisor" in reasons["future.json"]
+        assert "not an hwadvisor profile" in reasons["foreign.json"]
+        assert "neither an hwadvisor profile" in reasons["notes.txt"]
+        imported = fleet.query("SELECT origin, gpu_count FROM hosts WHERE origin <> 'scan'")
+        assert imported == [
+            {"origin": "nvidia-smi -q -x XML", "gpu_count": imported[0]["gpu_count"]}
+        ]
+        assert imported[0]["gpu_count"] >= 1
+        data = summary(fleet, NOW)
+    assert data["hosts"] == 13
+    assert data["skipped_files"] == 4
+    assert dict(data["by_capability"])["4"] == 4  # the 8-GPU nodes
+
+
+def test_reingest_of_an_unchanged_folder_reads_nothing_and_a_changed_file_is_read(
+    tmp_path: Path, mixed: Path
+) -> None:
+    db = tmp_path / "fleet.duckdb"
+    with open_fleet(db, create=True) as fleet:
+        ingest(fleet, [mixed], now=NOW)
+    with open_fleet(db, create=False) as fleet:
+        again = ingest(fleet, [mixed], now=NOW)
+        assert (again.unchanged, again.new_scans, again.skipped) == (17, 0, [])
+        doc = json.loads((mixed / "node-00001.json").read_text())
+        doc["created_utc"] = "2026-11-22T00:00:00Z"
+        doc["nvml"]["driver_version"]["value"] = "580.65.06"
+        (mixed / "node-00001.json").write_text(json.dumps(doc))
+        third = ingest(fleet, [mixed], now=NOW)
+        assert third.new_scans == 1 and third.unchanged == 16
+        latest = fleet.query("SELECT driver_version FROM hosts WHERE hostname = 'node-00001'")
+        history = fleet.scalar("SELECT count(*) FROM host_scans WHERE hostname = 'node-00001'")
+    assert latest == [{"driver_version": "580.65.06"}]
+    assert history == 2  # the earlier scan is kept
+
+
+def test_the_latest_scan_per_machine_wins_and_a_wrong_clock_does_not(tmp_path: Path) -> None:
+    old, new, skewed = _hosts(1, seed=1) * 3
+    old = json.loads(json.dumps(old))
+    new = json.loads(json.dumps(old))
+    skewed = json.loads(json.dumps(old))
+    old["created_utc"] = "2026-11-01T00:00:00Z"
+    new["created_utc"] = "2026-11-20T00:00:00Z"
+    new["frameworks"]["torch"]["version"]["value"] = "2.5.1+cu124"
+    skewed["created_utc"] = "2031-01-01T00:00:00Z"  # the host's clock is years ahead
+    skewed["frameworks"]["torch"]["version"]["value"] = "2.1.0"
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name, doc in (("old", old), ("new", new), ("skewed", skewed)):
+        (folder / f"{name}.json").write_text(json.dumps(doc))
+    os.utime(folder / "skewed.json", (1_700_000_000, 1_700_000_000))  # written in 2023
+    with open_fleet(None, create=True) as fleet:
+        result = ingest(fleet, [folder], now=NOW)
+        hosts = fleet.query("SELECT torch_version, clock_note FROM hosts")
+        notes = fleet.query("SELECT clock_note FROM scans WHERE clock_note IS NOT NULL")
+    assert result.clock_skewed == 1
+    assert hosts == [{"torch_version": "2.5.1+cu124", "clock_note": None}]
+    assert "in the future" in notes[0]["clock_note"]
+
+
+def test_a_machine_id_two_hosts_report_at_once_is_two_hosts_and_flagged(tmp_path: Path) -> None:
+    a, b, c = (json.loads(json.dumps(d)) for d in _hosts(3))
+    for doc in (a, b, c):
+        doc["host"]["machine_id"]["value"] = "sha256:0123456789abcdef"
+    a["host"]["hostname"]["value"], a["created_utc"] = "clone-a", "2026-11-20T00:00:00Z"
+    b["host"]["hostname"]["value"], b["created_utc"] = "clone-b", "2026-11-21T00:00:00Z"
+    # A rename long ago: the same machine, not a clone.
+    c["host"]["hostname"]["value"], c["created_utc"] = "old-name", "2026-09-01T00:00:00Z"
+    folder = tmp_path / "p"
+    _write(folder, [a, b, c])
+    with open_fleet(None, create=True) as fleet:
+        ingest(fleet, [folder], now=NOW)
+        data = summary(fleet, NOW)
+    assert data["hosts"] == 2
+    assert data["duplicate_machine_ids"] == [
+        {"machine_id": "sha256:0123456789abcdef", "hostnames": ["clone-a", "clone-b"]}
+    ]
+
+
+def test_hostile_strings_are_stored_visible_and_never_act(tmp_path: Path, capsys: Any) -> None:
+    doc = _hosts(1)[0]
+    doc["host"]["hostname"]["value"] = "\x1b]0;owned\x07[red]x</td><script>alert(1)</script>"
+    doc["gpus"][0]["name"]["value"] = "GPU \u202e evil \ud800"
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "h.json").write_text(json.dumps(doc))
+    assert main(["fleet", "summary", str(folder), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    data = json.loads(out)
+    assert data["hosts"] == 1
+    assert main(["fleet", "report", str(folder), "--format", "html", "--out", str(tmp_path)]) == 0
+    html = (tmp_path / "fleet.html").read_text()
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+    assert "\x1b" not in html
+
+
+def test_an_ingest_that_fails_half_way_leaves_the_database_as_it_was(
+    tmp_path: Path, mixed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "fleet.duckdb"
+    first = tmp_path / "first"
+    _write(first, _hosts(3))
+    with open_fleet(db, create=True) as fleet:
+        ingest(fleet, [first], now=NOW)
+    calls = {"n": 0}
+    real = store._merge
+
+    def merge_then_fail(*args: Any) -> None:
+        calls["n"] += 1
+        real(*args)
+        raise KeyboardInterrupt  # Ctrl-C after the first chunk went in
+
+    monkeypatch.setattr(store, "_merge", merge_then_fail)
+    with open_fleet(db, create=False) as fleet, pytest.raises(KeyboardInterrupt):
+        ingest(fleet, [mixed], now=NOW)
+    assert calls["n"] == 1
+    with open_fleet(db, create=False) as fleet:
+        assert fleet.scalar("SELECT count(*) FROM scans") == 3
+        assert fleet.scalar("SELECT count(*) FROM files") == 3
+
+
+def test_a_planted_slow_gpu_is_flagged_and_identical_hosts_are_not() -> None:
+    docs = _hosts(64, gpu_model=fs.GPU_MODELS[0], seed=5)
+    fs.slow_down(docs[17], "cuda:0", 0.8)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp), docs)
+        with open_fleet(None, create=True) as fleet:
+            ingest(fleet, [Path(tmp)], now=NOW)
+            found = outliers(fleet)
+    assert [(o.hostname, o.device) for o in found] == [("node-00017", "cuda:0")]
+    assert 0.15 < found[0].worst_drop < 0.3
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp), _hosts(150, "eight-gpu", gpu_model=fs.GPU_MODELS[2], seed=9))
+        with open_fleet(None, create=True) as fleet:
+            ingest(fleet, [Path(tmp)], now=NOW)
+            assert outliers(fleet) == []  # 1,200 identical GPUs with a 2.5 % spread
+
+
+def test_too_few_identical_devices_say_nothing(tmp_path: Path) -> None:
+    docs = _hosts(4, gpu_model=fs.GPU_MODELS[0])
+    fs.slow_down(docs[0], "cuda:0", 0.5)
+    _write(tmp_path / "p", docs)
+    with open_fleet(None, create=True) as fleet:
+        ingest(fleet, [tmp_path / "p"], now=NOW)
+        assert outliers(fleet) == []
+
+
+def test_export_is_flat_and_null_safe_in_every_format(tmp_path: Path, mixed: Path) -> None:
+    db = tmp_path / "fleet.duckdb"
+    assert main(["fleet", "ingest", str(mixed), "--db", str(db)]) == 0
+    out = tmp_path / "hosts.csv"
+    assert main(["fleet", "export", "--db", str(db), "--out", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == 13
+    assert "memory_total_bytes" in rows[0] and "gpu_vram_total_bytes" in rows[0]
+    cpu_only = [r for r in rows if r["gpu_count"] == "0"]
+    assert cpu_only and all(r["driver_version"] == "" for r in cpu_only)  # null: empty cell
+    # Never over an existing file without --force (exit 4), and nothing lost.
+    assert main(["fleet", "export", "--db", str(db), "--out", str(out)]) == 4
+    assert len(list(csv.DictReader(io.StringIO(out.read_text())))) == 13
+    parquet = tmp_path / "gpus.parquet"
+    assert main(
+        ["fleet", "export", "--db", str(db), "--table", "gpus", "--format", "parquet",
+         "--out", str(parquet)]
+    ) == 0  # fmt: skip
+    import duckdb
+
+    gpus = duckdb.sql(f"SELECT count(*), count(vram_total_bytes) FROM '{parquet}'").fetchall()[0]
+    assert gpus is not None and gpus[0] >= 4 * 8 and gpus[1] == gpus[0]
+    nd = tmp_path / "f.ndjson"
+    assert main(
+        ["fleet", "export", "--db", str(db), "--table", "findings", "--format", "ndjson",
+         "--out", str(nd)]
+    ) == 0  # fmt: skip
+    lines = [json.loads(line) for line in nd.read_text().splitlines()]
+    assert lines and {"host_key", "id", "severity", "title"} <= set(lines[0])
+
+
+def test_advise_ranks_hosts_by_time_to_train(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "p"
+    _write(folder, list(fs.mixed_fleet(9)))
+    assert main(["fleet", "advise", str(folder), "--workload", "resnet50-imagenet", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranking = doc["ranking"]
+    assert doc["hosts"] == 9 and len(ranking) == 9
+    assert doc["configurations"] < 9  # identical hardware shares one estimate
+    seconds = [r["seconds"] for r in ranking if r["sufficient"]]
+    assert seconds == sorted(seconds)
+    eight = [r for r in ranking if "8×" in r["hardware"]]
+    cpu = [r for r in ranking if r["hostname"] in ("node-00000", "node-00003", "node-00006")]
+    assert eight and cpu and max(r["seconds"] for r in eight) < min(r["seconds"] for r in cpu)
+    assert main(["fleet", "advise", str(folder), "--workload", "no-such-thing"]) == 2
+
+
+def test_diff_reports_upgrades_lost_gpus_new_findings_and_hosts(tmp_path: Path) -> None:
+    docs = _hosts(5, "eight-gpu", gpu_model=fs.GPU_MODELS[0])
+    before, after = tmp_path / "before", tmp_path / "after"
+    _write(before, docs)
+    later = [json.loads(json.dumps(d)) for d in docs[1:]]  # node-00000 is gone
+    for doc in later:
+        doc["created_utc"] = "2026-11-22T00:00:00Z"
+        doc["nvml"]["driver_version"]["value"] = "570.86.15"
+    later[0]["gpus"] = later[0]["gpus"][:7]
+    later[1]["findings"].append(
+        {"id": "ecc-uncorrected", "severity": "warning", "title": "t", "detail": "d", "fix": "f"}
+    )
+    extra = _hosts(6, "eight-gpu", gpu_model=fs.GPU_MODELS[0])[5]
+    _write(after, [*later, extra])
+    with open_fleet(None, create=True) as old, open_fleet(None, create=True) as new:
+        ingest(old, [before], now=NOW)
+        ingest(new, [after], now=NOW)
+        data = compare(old, new)
+    assert data["gone"] == ["node-00000"] and data["added"] == ["node-00005"]
+    upgrades = [c for c in data["changes_by_kind"] if c["fact"] == "driver"]
+    assert {c["new"] for c in upgrades} == {"570.86.15"}
+    assert sum(c["hosts"] for c in upgrades) == 4
+    assert data["gpus_lost"] == [{"host": "node-00001", "old": 8, "new": 7}]
+    assert data["new_findings"] == [{"id": "ecc-uncorrected", "hosts": 1}]
+
+
+def test_cli_errors_are_one_line_with_documented_codes(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["fleet", "summary"]) == 5  # no fleet.duckdb here
+    assert "fleet ingest" in capsys.readouterr().err
+    not_db = tmp_path / "x.duckdb"
+    not_db.write_text("not a database")
+    assert main(["fleet", "summary", "--db", str(not_db)]) == 5
+    err = capsys.readouterr().err
+    assert "not a fleet database" in err and "Traceback" not in err
+    assert main(["fleet", "ingest", str(tmp_path / "missing")]) == 5
+    # A database from a newer hwadvisor is refused, not misread.
+    import duckdb
+
+    newer = tmp_path / "newer.duckdb"
+    con = duckdb.connect(str(newer))
+    con.execute("CREATE TABLE fleet_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO fleet_meta VALUES ('schema', ?)", [str(FLEET_SCHEMA + 1)])
+    con.close()
+    assert main(["fleet", "summary", "--db", str(newer)]) == 5
+    assert "newer hwadvisor" in capsys.readouterr().err
+
+
+def test_without_duckdb_fleet_says_which_extra_to_install(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    assert main(["fleet", "summary", str(tmp_path)]) == 5
+    assert "hwadvisor[fleet]" in capsys.readouterr().err
+
+
+def test_open_refuses_a_folder_as_database(tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        open_fleet(tmp_path, create=False)
+    with pytest.raises(OutputError):
+        open_fleet(tmp_path / "no" / "such" / "f.duckdb", create=True)
+
+
+@pytest.mark.slow
+def test_worker_processes_give_what_one_process_gives(tmp_path: Path) -> None:
+    folder = tmp_path / "p"
+    _write(folder, list(fs.mixed_fleet(300)))
+    results = []
+    for workers in (1, 2):
+        with open_fleet(None, create=True) as fleet:
+            ingest(fleet, [folder], workers=workers, now=NOW)
+            results.append(
+                fleet.query(
+                    "SELECT host_key, gpu_models, driver_version, bench_gpu_matmul_best_gflops "
+                    "FROM hosts ORDER BY host_key"
+                )
+            )
+    assert len(results[0]) == 300 and results[0] == results[1]
