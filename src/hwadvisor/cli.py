@@ -278,7 +278,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
             what = "Profile" if path.suffix == ".json" else "Report"
             err.print(f"{what} written to [bold]{_escape(str(path))}[/bold]")
         for warning in written.warnings:
-            err.print(f"[yellow]{_escape(warning)}[/yellow]")
+            err.print(f"[yellow]{_escape(warning)}[/yellow]", soft_wrap=True)  # one line
         degraded = degraded or bool(written.warnings)
     if is_degraded(profile):
         err.print(
@@ -651,7 +651,7 @@ def report(
     for path in written.files:
         err.print(f"Report written to [bold]{_escape(str(path))}[/bold]")
     for warning in written.warnings:
-        err.print(f"[yellow]{_escape(warning)}[/yellow]")
+        err.print(f"[yellow]{_escape(warning)}[/yellow]", soft_wrap=True)  # one line
     if written.warnings:
         raise typer.Exit(ExitStatus.DEGRADED)
 

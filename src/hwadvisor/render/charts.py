@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,19 @@ _TRANSFER_COLOUR = "#d08c2b"
 _OK_COLOUR = "#2f855a"
 _NO_COLOUR = "#c53030"
 _UNKNOWN_COLOUR = "#a0aec0"
+
+
+#: The charts by name, as :func:`all_charts` returns them.
+TITLES = {
+    "throughput": "CPU vs GPU throughput",
+    "crossover": "CPU ↔ GPU crossover (FP32 matmul)",
+    "efficiency": "Measured vs peak",
+    "time_to_train": "Time to train",
+}
+
+#: Why a chart with data is not drawn where matplotlib is not installed (``pip install
+#: hwadvisor`` without the ``report`` extra): the report says so where the chart would be.
+NEEDS_REPORT_EXTRA = "charts need the report extra: pip install 'hwadvisor[report]'"
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,7 @@ def _wide(values: list[float]) -> bool:
 
 def throughput_chart(bench: Benchmarks | None) -> Chart:
     """CPU against the best GPU for each case both ran, one panel per unit."""
-    title = "CPU vs GPU throughput"
+    title = TITLES["throughput"]
     if bench is None:
         return Chart(title, None, "no benchmarks in this profile")
     ok = [m for m in _ok(bench.measurements) if m.higher_is_better]
@@ -116,7 +129,7 @@ def throughput_chart(bench: Benchmarks | None) -> Chart:
 
 def crossover_chart(bench: Benchmarks | None) -> Chart:
     """Square FP32 matmul: GFLOP/s against n for the CPU and one GPU, log-log."""
-    title = "CPU ↔ GPU crossover (FP32 matmul)"
+    title = TITLES["crossover"]
     if bench is None:
         return Chart(title, None, "no benchmarks in this profile")
     runs = [c for c in bench.crossover if c.points]
@@ -168,7 +181,7 @@ def _gpu_measured(bench: Benchmarks) -> bool:
 
 def efficiency_chart(bench: Benchmarks | None) -> Chart:
     """Measured best as a share of the device's theoretical peak, per device and case."""
-    title = "Measured vs peak"
+    title = TITLES["efficiency"]
     if bench is None:
         return Chart(title, None, "no benchmarks in this profile")
     rows = [m for m in _ok(bench.measurements) if m.efficiency is not None]
@@ -200,7 +213,7 @@ def _duration_ticks(low: float, high: float) -> list[float]:
 
 def time_to_train_chart(advice: Advice | None) -> Chart:
     """Time to train on each piece of hardware: bars with the low–high band as error bars."""
-    title = "Time to train"
+    title = TITLES["time_to_train"]
     if advice is None:
         return Chart(title, None, "no workload given")
     rows = [e for e in advice.estimates if e.seconds is not None and e.seconds > 0]
@@ -257,16 +270,26 @@ def _short(text: str, limit: int = 42) -> str:
 
 
 def all_charts(bench: Benchmarks | None, advice: Advice | None) -> dict[str, Chart]:
-    """Every chart the report shows, by name."""
-    return {
-        "throughput": throughput_chart(bench),
-        "crossover": crossover_chart(bench),
-        "efficiency": efficiency_chart(bench),
-        "time_to_train": time_to_train_chart(advice),
+    """Every chart the report shows, by name. Without matplotlib a chart that has data to show
+    is replaced by :data:`NEEDS_REPORT_EXTRA` (one without data keeps its own reason)."""
+    draw: dict[str, Callable[[], Chart]] = {
+        "throughput": lambda: throughput_chart(bench),
+        "crossover": lambda: crossover_chart(bench),
+        "efficiency": lambda: efficiency_chart(bench),
+        "time_to_train": lambda: time_to_train_chart(advice),
     }
+    charts: dict[str, Chart] = {}
+    for name, chart in draw.items():
+        try:
+            charts[name] = chart()
+        except ImportError:
+            charts[name] = Chart(TITLES[name], None, NEEDS_REPORT_EXTRA)
+    return charts
 
 
 __all__ = [
+    "NEEDS_REPORT_EXTRA",
+    "TITLES",
     "Chart",
     "all_charts",
     "crossover_chart",

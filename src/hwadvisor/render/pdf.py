@@ -85,6 +85,13 @@ def install_hint(system: str | None = None, os_ids: set[str] | None = None) -> s
 
 
 def _unavailable(exc: BaseException) -> PdfUnavailable:
+    if isinstance(exc, ImportError) and (exc.name or "").partition(".")[0] == "weasyprint":
+        # Not installed at all: a slim install (`pip install hwadvisor`, `setup.sh --slim`).
+        return PdfUnavailable(
+            "WeasyPrint is not installed: PDF reports need the report extra, "
+            f"pip install 'hwadvisor[report]' (and Pango: {install_hint()}); "
+            "the JSON and HTML reports are still written"
+        )
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return PdfUnavailable(
         f"PDF report unavailable: WeasyPrint could not be loaded ({detail}); "
