@@ -30,6 +30,9 @@ NOT_IN_BINDING = "not supported by this driver/binding"
 NOT_ON_GPU = "not supported on this GPU"
 NEEDS_ROOT = "needs root"
 NO_VALUE = "NVML has no value for it on this GPU"
+ECC_OFF = "ECC is disabled on this GPU"
+REMAP_NOT_ON_GPU = "not supported on this GPU (page retirement applies)"
+RETIRE_NOT_ON_GPU = "not supported on this GPU (row remapping applies)"
 
 # NVML error codes, with the values nvml.h gives them, for bindings that lack a constant.
 _ERROR_CODES = {
@@ -498,6 +501,76 @@ def _read_gpu(nvml: _Nvml, h: Any, fields: dict[str, Any]) -> None:
     fields["mig_enabled"] = _fact(
         q("nvmlDeviceGetMigMode", h), _enabled(nvml.const("NVML_DEVICE_MIG_ENABLE", 1))
     )
+    fields["vbios_version"] = _fact(q("nvmlDeviceGetVbiosVersion", h), _text)
+    _read_memory_health(nvml, h, fields)
+
+
+def _read_memory_health(nvml: _Nvml, h: Any, fields: dict[str, Any]) -> None:
+    """ECC error counts, retired pages (before Ampere) and remapped rows (Ampere on): each query
+    guarded on its own, with the reason a GPU does not answer where it is known."""
+    q = nvml.query
+    unsupported = nvml.code("NVML_ERROR_NOT_SUPPORTED")
+    ecc_off = fields["ecc_enabled"].value is False
+
+    def ecc(error_type: str, default_type: int, counter: str, default_counter: int) -> Fact[int]:
+        result = q(
+            "nvmlDeviceGetTotalEccErrors",
+            h,
+            nvml.const(error_type, default_type),
+            nvml.const(counter, default_counter),
+        )
+        if ecc_off:
+            result = _explained(result, unsupported, ECC_OFF)
+        return _fact(result, _count)
+
+    fields["ecc_errors_corrected_volatile"] = ecc(
+        "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0, "NVML_VOLATILE_ECC", 0
+    )
+    fields["ecc_errors_uncorrected_volatile"] = ecc(
+        "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1, "NVML_VOLATILE_ECC", 0
+    )
+    fields["ecc_errors_uncorrected_aggregate"] = ecc(
+        "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1, "NVML_AGGREGATE_ECC", 1
+    )
+
+    # nvmlDeviceGetRemappedRows: (corrected rows, uncorrected rows, pending, failure occurred).
+    remapped = _explained(q("nvmlDeviceGetRemappedRows", h), unsupported, REMAP_NOT_ON_GPU)
+    fields["remapped_rows_uncorrectable"] = _fact(remapped, lambda v: _count(v[1]))
+    fields["remapped_rows_pending"] = _fact(remapped, lambda v: _flag(v[2]))
+    fields["remapped_rows_failed"] = _fact(remapped, lambda v: _flag(v[3]))
+
+    # Row remapping replaced page retirement on Ampere: say so where one answers and not the other.
+    retire_why = RETIRE_NOT_ON_GPU if remapped.value is not None else NOT_ON_GPU
+    causes = (
+        nvml.const("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0),
+        nvml.const("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1),
+    )
+    pages = [
+        _explained(q("nvmlDeviceGetRetiredPages", h, cause), unsupported, retire_why)
+        for cause in causes
+    ]
+    failed = next((result for result in pages if not isinstance(result.value, list)), None)
+    if failed is None:
+        fields["retired_pages"] = fact(sum(len(result.value) for result in pages), SRC)
+    elif failed.value is None:
+        fields["retired_pages"] = unknown(failed.reason or "NVML returned nothing", SRC)
+    else:
+        fields["retired_pages"] = unknown(f"unexpected value from NVML: {failed.value!r}", SRC)
+    pending = _explained(q("nvmlDeviceGetRetiredPagesPendingStatus", h), unsupported, retire_why)
+    fields["retired_pages_pending"] = _fact(pending, _flag)
+
+
+def _explained(result: _Result, code: int, reason: str) -> _Result:
+    """``result`` with ``reason`` in place of NVML's where the query failed with ``code``."""
+    if result.value is None and result.code == code:
+        return _Result(None, reason, code)
+    return result
+
+
+def _flag(value: Any) -> bool | None:
+    """NVML's 0/1 flags (and enable states) as a bool."""
+    number = _count(value)
+    return None if number is None else number != 0
 
 
 def _architecture(nvml: _Nvml, result: _Result) -> Fact[str]:

@@ -53,3 +53,33 @@ def test_round_trip_of_current_profile() -> None:
     profile = load_profile(V1)
     again = parse_profile(profile.model_dump_json())
     assert json.loads(again.model_dump_json()) == json.loads(profile.model_dump_json())
+
+
+def test_schema_5_profile_loads_with_the_new_sections_not_probed() -> None:
+    """A profile from before ``system``, ``network`` and the GPU health facts (schema 5)."""
+    doc = json.loads(V1.read_text(encoding="utf-8"))
+    doc["schema_version"] = 5
+    doc["gpus"] = [
+        {
+            "index": 0,
+            "vendor": "nvidia",
+            "backend": "cuda",
+            "name": {"value": "NVIDIA H100 80GB HBM3", "source": "nvml", "reason": None},
+            "ecc_enabled": {"value": True, "source": "nvml", "reason": None},
+        }
+    ]
+    assert "system" not in doc and "network" not in doc
+    profile = parse_profile(json.dumps(doc), "v5.json")
+    assert profile.schema_version == SCHEMA_VERSION == 6
+    assert profile.system.vendor.value is None
+    assert profile.system.serial.reason == "not probed"
+    assert profile.network.interfaces == [] and profile.network.rdma == []
+    assert profile.network.reason == "not probed"
+    (gpu,) = profile.gpus
+    assert gpu.name.value == "NVIDIA H100 80GB HBM3"
+    for field in ("vbios_version", "ecc_errors_uncorrected_volatile", "remapped_rows_pending"):
+        assert getattr(gpu, field).reason == "not probed", field
+    assert gpu.xid_errors_recent.value is None
+    # Saved again, it is a schema-6 profile that reads back the same.
+    again = parse_profile(profile.model_dump_json())
+    assert again.model_dump() == profile.model_dump()

@@ -56,11 +56,22 @@ H100 = {
     "ecc_enabled": True,
     "persistence_mode": True,
     "mig_enabled": False,
+    "vbios_version": "96.00.74.00.0D",
+    "ecc_errors_corrected_volatile": 0,
+    "ecc_errors_uncorrected_volatile": 0,
+    "ecc_errors_uncorrected_aggregate": 0,
+    # Hopper remaps rows: page retirement answers NotSupported.
+    "retired_pages": None,
+    "retired_pages_pending": None,
+    "remapped_rows_uncorrectable": 0,
+    "remapped_rows_pending": False,
+    "remapped_rows_failed": False,
 }
 
 
-#: Filled in from the catalog after the probes (hwadvisor.catalog.identify), not by NVML.
-CATALOG_FIELDS = ("catalog_name", "gpu_class")
+#: Filled in after the probes, not by NVML: from the catalog (hwadvisor.catalog.identify), and
+#: from the kernel log (hwadvisor.probes.xid, by the pipeline).
+CATALOG_FIELDS = ("catalog_name", "gpu_class", "xid_errors_recent")
 
 
 def facts(gpu: GpuInfo) -> dict[str, Fact[Any]]:
@@ -595,6 +606,7 @@ STABLE_FIELDS = [
     "ecc_enabled",
     "persistence_mode",
     "mig_enabled",
+    "vbios_version",
 ]
 
 

@@ -16,6 +16,8 @@ from hwadvisor.model.profile import (
     GpuInfo,
     HostIdentity,
     MigInstance,
+    NetInterface,
+    NetworkInfo,
     NvmlInfo,
     NvmlStatus,
     PciDevice,
@@ -23,6 +25,7 @@ from hwadvisor.model.profile import (
     Profile,
     Severity,
     StorageInfo,
+    SystemInfo,
     ToolInfo,
     TorchDevice,
 )
@@ -44,9 +47,13 @@ MAC = "3c:ec:ef:12:34:56"
 MAC_DASH = "3C-EC-EF-AB-CD-EF"
 BUS_ID = "00000000:17:00.0"
 VERSIONS = ["12.4", "535.104.05", "8.9.2.26", "6.1.0-18-amd64"]
+DMI_SERIAL = "S452187X3B20417"
+NIC_MAC = "b4:96:91:c2:4e:10"
+IB_ADDRESS = "00:00:10:49:fe:80:00:00:00:00:00:00:a0:88:c2:03:00:4b:7e:12"
 
 SEEDED = [HOST, "gpu-node-17", USER, MACHINE_ID, *SERIALS, *GPU_UUIDS, MIG_UUID, TORCH_UUID]
 SEEDED += [IPV4, IPV6, IPV6_FULL, MAC, MAC_DASH, "3c:ec:ef", "bob"]
+SEEDED += [DMI_SERIAL, NIC_MAC, IB_ADDRESS, "b4:96:91", "a0:88:c2:03"]
 
 
 def _f(value: object, source: Source = Source.NVML) -> Fact[object]:
@@ -71,6 +78,19 @@ def seeded_profile() -> Profile:
         tool=ToolInfo(version="0.1.0"),
         created_utc="2026-11-21T10:02:03Z",
         host=HostIdentity(hostname=_f(HOST, Source.OS), machine_id=_f(MACHINE_ID, Source.OS)),
+        system=SystemInfo(
+            vendor=_f("Supermicro", Source.SYSFS),
+            product=_f("SYS-421GE-TNRT", Source.SYSFS),
+            serial=_f(DMI_SERIAL, Source.SYSFS),
+            bios_version=_f("2.1", Source.SYSFS),
+        ),
+        network=NetworkInfo(
+            interfaces=[
+                NetInterface(name="ens2f0", kind="ethernet", mac=_f(NIC_MAC, Source.SYSFS)),
+                NetInterface(name="ibp59s0", kind="infiniband", mac=_f(IB_ADDRESS, Source.SYSFS)),
+            ],
+            reason=None,
+        ),
         storage=StorageInfo(path=_f(f"/home/{USER}/runs/out", Source.OS)),
         platform=PlatformInfo(
             kernel=_f(VERSIONS[3], Source.PLATFORM),
@@ -101,7 +121,10 @@ def seeded_profile() -> Profile:
                 id="x",
                 severity=Severity.INFO,
                 title=f"{HOST.split('.')[0]} is fine",
-                detail=f"GPU {GPU_UUIDS[0]} at {BUS_ID}; serial {SERIALS[0]}",
+                detail=(
+                    f"GPU {GPU_UUIDS[0]} at {BUS_ID}; serial {SERIALS[0]}; board {DMI_SERIAL}; "
+                    f"nic {NIC_MAC.upper()}; ib {IB_ADDRESS}"
+                ),
                 fix="nothing",
             )
         ],
@@ -118,6 +141,32 @@ def test_no_seeded_value_survives() -> None:
     assert re.fullmatch(r"redacted-[0-9a-f]{10}", redacted.host.hostname.value)
     assert redacted.gpus[0].mig_instances[0].uuid.value.startswith("redacted-")  # type: ignore[union-attr]
     assert redacted.frameworks.torch.devices[0].uuid.value.startswith("redacted-")  # type: ignore[union-attr]
+
+
+def test_system_serial_and_hardware_addresses_are_tokens() -> None:
+    profile = seeded_profile()
+    redacted = redact.redact_profile(profile, "salt-a", users=[USER])
+    serial = redacted.system.serial.value
+    ether, ib = (nic.mac.value for nic in redacted.network.interfaces)
+    for value in (serial, ether, ib):
+        assert value is not None and re.fullmatch(r"redacted-[0-9a-f]{10}", value), value
+    assert len({serial, ether, ib}) == 3
+    # The whole-value token is the one free text gets, whatever the spelling.
+    assert serial == redact.token("salt-a", "serial", DMI_SERIAL.lower())
+    assert ether == redact.token("salt-a", "mac", NIC_MAC)
+    assert ib == redact.token("salt-a", "mac", IB_ADDRESS)
+    detail = redacted.findings[0].detail
+    assert f"board {serial};" in detail
+    assert f"nic {ether};" in detail
+    assert f"ib {ib}" in detail
+    # What is not identifying stays.
+    assert redacted.system.vendor.value == "Supermicro"
+    assert redacted.system.product.value == "SYS-421GE-TNRT"
+    assert redacted.system.bios_version.value == "2.1"
+    assert [nic.name for nic in redacted.network.interfaces] == ["ens2f0", "ibp59s0"]
+    # The serial is also among the values a rendered report is scrubbed of.
+    assert DMI_SERIAL in redact.profile_secrets(profile, users=[])
+    assert IB_ADDRESS in redact.profile_secrets(profile, users=[])
 
 
 def test_bus_ids_versions_and_structure_survive() -> None:

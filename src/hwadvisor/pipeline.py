@@ -25,6 +25,7 @@ from hwadvisor.model.profile import (
     Diagnostics,
     HostIdentity,
     MemoryInfo,
+    NetworkInfo,
     NvmlInfo,
     NvmlStatus,
     PlatformInfo,
@@ -32,10 +33,14 @@ from hwadvisor.model.profile import (
     ProbeStatus,
     Profile,
     StorageInfo,
+    SystemInfo,
     ToolInfo,
 )
 from hwadvisor.probes import cpu as cpu_probe
+from hwadvisor.probes import dmi as dmi_probe
+from hwadvisor.probes import network as network_probe
 from hwadvisor.probes import system as system_probe
+from hwadvisor.probes import xid as xid_probe
 from hwadvisor.probes.amd import AmdReport
 from hwadvisor.probes.nvml import NvmlReport
 from hwadvisor.probes.roots import Roots
@@ -56,12 +61,15 @@ class ProbeSpec:
 PROBES: tuple[ProbeSpec, ...] = (
     ProbeSpec("platform", "Platform, container, PCI devices"),
     ProbeSpec("host", "Host identity"),
+    ProbeSpec("system", "System board: vendor, product, BIOS (DMI)"),
     ProbeSpec("memory", "Memory"),
     ProbeSpec("storage", "Disk space"),
+    ProbeSpec("network", "Network: interfaces, InfiniBand/RoCE ports"),
     ProbeSpec("cpu", "CPU: cores, ISA, caches, quota"),
     ProbeSpec("cpuinfo", "CPU details (py-cpuinfo)"),
     ProbeSpec("nvml", "NVIDIA GPUs (NVML)"),
     ProbeSpec("amdsmi", "AMD GPUs (amdsmi)"),
+    ProbeSpec("xid", "GPU Xid errors (kernel log)"),
     ProbeSpec("torch", "PyTorch and CUDA readiness"),
     ProbeSpec("benchmarks", "Microbenchmarks"),
 )
@@ -215,10 +223,16 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
         else:
             runner.skipped("amdsmi", "no AMD GPU on the PCI bus")
         host = runner.in_process("host", lambda: system_probe.probe_host(roots), HostIdentity())
+        system = runner.in_process("system", lambda: dmi_probe.probe_dmi(roots), SystemInfo())
         memory = runner.in_process("memory", lambda: system_probe.probe_memory(roots), MemoryInfo())
         storage = runner.in_process(
             "storage", lambda: system_probe.probe_storage(options.out_dir), StorageInfo()
         )
+        network = runner.in_process(
+            "network", lambda: network_probe.probe_network(roots), NetworkInfo()
+        )
+        if network.reason and runner.runs["network"].status is ProbeStatus.OK:
+            runner.partial("network", network.reason)
 
         cpuinfo_raw: dict[str, Any] | None = None
         cpuinfo_error: str | None = None
@@ -249,16 +263,19 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
         tool=ToolInfo(version=__version__),
         created_utc=created,
         host=host,
+        system=system,
         cpu=cpu,
         memory=memory,
         storage=storage,
         platform=platform,
+        network=network,
     )
     # Vendor libraries first: their records are fuller than torch's view of the same device.
     _merge_nvml(profile, runner, results["nvml"])
     if "amdsmi" in results:
         _merge_amd(profile, runner, results["amdsmi"])
     _merge_torch(profile, runner, results["torch"])
+    _xid_errors(profile, runner, roots)
     identify_gpus(profile)
     profile.findings = assess(profile)
     if options.bench:
@@ -318,6 +335,24 @@ def _merge_nvml(profile: Profile, runner: _Runner, result: ChildResult) -> None:
     lost = [str(gpu.index) for gpu in report.gpus if gpu.lost]
     if lost:
         runner.partial("nvml", f"GPU {', '.join(lost)} lost (fell off the bus)")
+
+
+def _xid_errors(profile: Profile, runner: _Runner, roots: Roots) -> None:
+    """The Xid errors the kernel log holds for each NVIDIA GPU (quick: a bounded read)."""
+    if not any(gpu.vendor == "nvidia" for gpu in profile.gpus):
+        runner.skipped("xid", "no NVIDIA GPU")
+        return
+    log = runner.in_process("xid", lambda: xid_probe.read_kernel_log(roots), xid_probe.KernelLog())
+    if runner.runs["xid"].status is not ProbeStatus.OK:
+        return  # the probe broke: the GPUs' Xid facts stay "not probed"
+    unmatched = xid_probe.attribute(profile.gpus, log)
+    if not log.readable:
+        runner.partial("xid", log.reason or "kernel log not read")
+    elif unmatched:
+        seen = sorted({f"Xid {e.code} at PCI {e.bus}" for e in unmatched})
+        runner.partial("xid", f"{', '.join(seen[:8])}: no GPU in this profile has that bus id")
+    elif log.reason:
+        runner.partial("xid", log.reason)
 
 
 def _merge_torch(profile: Profile, runner: _Runner, result: ChildResult) -> None:

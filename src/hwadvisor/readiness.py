@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from hwadvisor.model.profile import (
     Finding,
@@ -605,6 +606,199 @@ def _mig(profile: Profile) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------------------------
+# GPU memory health and Xid errors
+
+
+def _labels(gpus: Iterable[GpuInfo], say: Callable[[GpuInfo], str]) -> str:
+    return "; ".join(f"{_gpu_label(gpu)}: {say(gpu)}" for gpu in gpus)
+
+
+def _ecc_uncorrected(profile: Profile) -> list[Finding]:
+    bad = [gpu for gpu in profile.gpus if (gpu.ecc_errors_uncorrected_volatile.value or 0) > 0]
+    if not bad:
+        return []
+    return _finding(
+        "gpu-ecc-uncorrected",
+        Severity.WARNING,
+        "Uncorrected ECC errors in GPU memory",
+        _labels(bad, lambda g: f"{g.ecc_errors_uncorrected_volatile.value} since the driver loaded")
+        + ". Jobs on it may have crashed or computed with corrupt data.",
+        "drain the node and reset the GPU (`nvidia-smi -r -i <gpu>`) so that the bad memory is "
+        "retired or remapped; if the errors come back, RMA the GPU",
+    )
+
+
+def _memory_repair_pending(profile: Profile) -> list[Finding]:
+    what: set[str] = set()
+    details = []
+    for gpu in profile.gpus:
+        pending = []
+        if gpu.retired_pages_pending.value:
+            pending.append("page retirement")
+        if gpu.remapped_rows_pending.value:
+            pending.append("row remapping")
+        if pending:
+            what.update(pending)
+            details.append(f"{_gpu_label(gpu)}: {' and '.join(pending)} pending")
+    if not details:
+        return []
+    return _finding(
+        "gpu-memory-repair-pending",
+        Severity.WARNING,
+        "GPU memory repair waits for a GPU reset",
+        "; ".join(details) + ". Until the reset the bad memory is still in use.",
+        f"reset the GPU to apply pending {' and '.join(sorted(what))} (drain the node first): "
+        "`nvidia-smi -r -i <gpu>`, or reboot",
+    )
+
+
+def _row_remap_failed(profile: Profile) -> list[Finding]:
+    bad = [gpu for gpu in profile.gpus if gpu.remapped_rows_failed.value]
+    if not bad:
+        return []
+    return _finding(
+        "gpu-row-remap-failed",
+        Severity.ERROR,
+        "GPU memory row remapping failed",
+        _labels(bad, lambda g: "a row remapping failed")
+        + ": the GPU has no spare memory rows left to replace failing ones.",
+        "the GPU has run out of spare rows: RMA it (take it out of service until it is replaced)",
+    )
+
+
+def _ecc_disabled(profile: Profile) -> list[Finding]:
+    off = [
+        gpu
+        for gpu in profile.gpus
+        if gpu.ecc_enabled.value is False and gpu.gpu_class.value == "datacenter"
+    ]
+    if not off:
+        return []
+    return _finding(
+        "gpu-ecc-disabled",
+        Severity.INFO,
+        "ECC is off on a datacenter GPU",
+        _labels(off, lambda g: "ECC disabled")
+        + ". Memory errors then go undetected and silently corrupt results.",
+        "enable ECC (`sudo nvidia-smi -i <gpu> -e 1`) and reset the GPU, unless ECC was turned "
+        "off on purpose for memory capacity or bandwidth",
+    )
+
+
+class XidMeaning(NamedTuple):
+    severity: Severity
+    meaning: str
+    fix: str
+
+
+_RESET_OR_RMA = "drain the node and reset the GPU (or reboot); if it recurs, RMA the GPU"
+_APP_FAULT = (
+    "usually a fault in the program that ran (an illegal memory access): check it; if it "
+    "recurs with programs that are known to work, run the GPU diagnostics"
+)
+
+#: The Xid codes of NVIDIA's Xid catalog that say something about the GPU's state, and what to do.
+#: Codes not listed here are reported together, as "other".
+XID_MEANINGS: dict[int, XidMeaning] = {
+    13: XidMeaning(Severity.INFO, "graphics engine exception (an application fault)", _APP_FAULT),
+    31: XidMeaning(Severity.INFO, "GPU memory page fault (an application fault)", _APP_FAULT),
+    43: XidMeaning(Severity.INFO, "GPU stopped processing (an application fault)", _APP_FAULT),
+    45: XidMeaning(
+        Severity.INFO,
+        "preemptive cleanup after earlier errors",
+        "look at the Xid logged before it: that is the cause",
+    ),
+    48: XidMeaning(Severity.ERROR, "double-bit ECC error (DBE)", _RESET_OR_RMA),
+    61: XidMeaning(
+        Severity.WARNING,
+        "internal micro-controller breakpoint/warning",
+        "reset the GPU when drained; update the driver if it recurs",
+    ),
+    62: XidMeaning(
+        Severity.ERROR,
+        "internal micro-controller halt",
+        "drain the node and reset the GPU (or reboot); update the driver if it recurs",
+    ),
+    63: XidMeaning(
+        Severity.WARNING,
+        "ECC page retirement or row remapping recorded",
+        "reset the GPU when drained to apply the retirement/remapping",
+    ),
+    64: XidMeaning(Severity.ERROR, "ECC page retirement or row remapping failed", _RESET_OR_RMA),
+    74: XidMeaning(
+        Severity.ERROR,
+        "NVLink error",
+        "drain the node, reset the GPUs and check the NVLink bridges or baseboard; if it "
+        "recurs, contact the system vendor",
+    ),
+    79: XidMeaning(
+        Severity.ERROR,
+        "GPU has fallen off the bus",
+        "drain the node and reboot; if it recurs, check the GPU's power, cooling, seating and "
+        "riser, then RMA it",
+    ),
+    92: XidMeaning(
+        Severity.WARNING,
+        "high single-bit ECC error rate",
+        "watch the ECC counters and reset the GPU when drained; RMA it if the rate stays high",
+    ),
+    94: XidMeaning(
+        Severity.WARNING,
+        "contained ECC error (the affected application was stopped)",
+        "restart the affected job; reset the GPU when drained so that the row is remapped",
+    ),
+    95: XidMeaning(
+        Severity.ERROR,
+        "uncontained ECC error (every application on the GPU was affected)",
+        _RESET_OR_RMA,
+    ),
+    119: XidMeaning(
+        Severity.ERROR,
+        "GSP firmware RPC timeout",
+        "drain the node and reset the GPU (or reboot); update the driver if it recurs",
+    ),
+    120: XidMeaning(
+        Severity.ERROR,
+        "GSP firmware error",
+        "drain the node and reset the GPU (or reboot); update the driver if it recurs",
+    ),
+}
+
+
+def _xid_errors(profile: Profile) -> list[Finding]:
+    by_code: dict[int, list[GpuInfo]] = {}
+    for gpu in profile.gpus:
+        for code in gpu.xid_errors_recent.value or []:
+            by_code.setdefault(code, []).append(gpu)
+    findings: list[Finding] = []
+    other: list[str] = []
+    for code, gpus in sorted(by_code.items()):
+        where = ", ".join(_gpu_label(gpu) for gpu in gpus)
+        meaning = XID_MEANINGS.get(code)
+        if meaning is None:
+            other.append(f"Xid {code} on {where}")
+            continue
+        findings += _finding(
+            f"gpu-xid-{code}",
+            meaning.severity,
+            f"Xid {code} in the kernel log: {meaning.meaning}",
+            f"The NVIDIA driver logged Xid {code} for {where} (since boot, as far back as the "
+            "kernel log reaches).",
+            meaning.fix,
+        )
+    if other:
+        findings += _finding(
+            "gpu-xid-other",
+            Severity.INFO,
+            "Other Xid errors in the kernel log",
+            "; ".join(other) + ".",
+            "look the codes up in NVIDIA's Xid error catalog; a code that recurs points at the "
+            "GPU or the driver",
+        )
+    return findings
+
+
+# --------------------------------------------------------------------------------------------
 # Apple, CPU, and no GPU at all
 
 
@@ -710,6 +904,11 @@ _RULES: tuple[Rule, ...] = (
     _nvml_timeout,
     _nvml_unavailable,
     _gpu_lost,
+    _ecc_uncorrected,
+    _memory_repair_pending,
+    _row_remap_failed,
+    _ecc_disabled,
+    _xid_errors,
     _pcie_narrow,
     _mig,
     _mps,

@@ -5,9 +5,10 @@ Identifying values become ``redacted-<10 hex>``: the first ten hex digits of
 token, so two redacted reports from one installation can still be compared (the same GPU keeps
 the same token), while a different salt gives unrelated tokens.
 
-Replaced: the host name and machine id; every GPU serial and UUID (NVML, MIG, torch); and, in
-every string anywhere in the profile, IPv4/IPv6 addresses, MAC addresses, UUIDs (also with
-``GPU-``/``MIG-`` prefixes), the user part of home-folder paths (``/home/<user>``,
+Replaced: the host name and machine id; the system serial number (DMI); every GPU serial and
+UUID (NVML, MIG, torch); every network interface's hardware address (the 20-byte InfiniBand
+ones too); and, in every string anywhere in the profile, IPv4/IPv6 addresses, MAC addresses,
+UUIDs (also with ``GPU-``/``MIG-`` prefixes), the user part of home-folder paths (``/home/<user>``,
 ``/Users/<user>``, ``C:\\Users\\<user>``), the user names given or seen in home paths, host
 names and their domains. Kept: PCI bus ids
 (``00000000:17:00.0``), version strings (``12.4``, ``535.104.05``), model names, numbers.
@@ -83,6 +84,13 @@ def _mac(text: str) -> str:
     """One spelling of a MAC address whatever the notation, so each gives the same token."""
     digits = re.sub(f"[^{_HEX}]", "", text).lower()
     return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
+
+
+def _hardware_address(text: str) -> str:
+    """A network interface's address as its token is made from: a 6-byte MAC in the one
+    spelling :func:`_mac` gives (as free text finds it), a longer one (InfiniBand) lower-cased."""
+    digits = re.sub(f"[^{_HEX}]", "", text)
+    return _mac(text) if len(digits) == 12 else text.strip().lower()
 
 
 def _is_ipv6(candidate: str) -> bool:
@@ -199,11 +207,22 @@ def _home_users(data: Any) -> list[str]:
 
 
 def _collect(profile: Profile) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {"hostname": [], "machine-id": [], "serial": [], "uuid": []}
+    found: dict[str, list[str]] = {
+        "hostname": [],
+        "machine-id": [],
+        "serial": [],
+        "uuid": [],
+        "mac": [],
+    }
     if name := _fact_value(profile.host.hostname):
         found["hostname"].extend(_hostnames(name))
     if mid := _fact_value(profile.host.machine_id):
         found["machine-id"].append(mid)
+    if serial := _fact_value(profile.system.serial):
+        found["serial"].append(serial)
+    for interface in profile.network.interfaces:
+        if mac := _fact_value(interface.mac):
+            found["mac"].append(_hardware_address(mac))
     for gpu in profile.gpus:
         if serial := _fact_value(gpu.serial):
             found["serial"].append(serial)
@@ -260,6 +279,7 @@ def _redactor_for(profiles: list[Profile], salt: str, users: list[str] | None) -
         "machine-id": [],
         "serial": [],
         "uuid": [],
+        "mac": [],
         "user": list(users if users is not None else _current_users()),
     }
     for profile in profiles:
@@ -278,6 +298,14 @@ def _redact_one(profile: Profile, redactor: _Redactor) -> Profile:
         fact = host.get(field)
         if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
             _replace_fact(host, field, redactor.tok(kind, fact["value"].lower()))
+    system = data.get("system") or {}
+    fact = system.get("serial")
+    if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+        _replace_fact(system, "serial", redactor.tok("serial", fact["value"].lower()))
+    for interface in (data.get("network") or {}).get("interfaces") or []:
+        fact = interface.get("mac")
+        if isinstance(fact, dict) and isinstance(fact.get("value"), str) and fact["value"]:
+            _replace_fact(interface, "mac", redactor.tok("mac", _hardware_address(fact["value"])))
     for gpu in data.get("gpus") or []:
         for field, kind in (("serial", "serial"), ("uuid", "uuid")):
             fact = gpu.get(field)

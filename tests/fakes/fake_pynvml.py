@@ -24,6 +24,7 @@ from typing import Any
 
 from hwadvisor.importers.nvidia_smi_xml import parse_nvidia_smi_xml
 from hwadvisor.model.facts import Fact
+from hwadvisor.model.profile import GpuInfo
 
 # --------------------------------------------------------------------------------------------
 # Constants (values from nvml.h, as nvidia-ml-py defines them)
@@ -62,6 +63,12 @@ NVML_CLOCK_VIDEO = 3
 NVML_DEVICE_MIG_DISABLE = 0
 NVML_DEVICE_MIG_ENABLE = 1
 NVML_NVLINK_MAX_LINKS = 18
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0
+NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
 
 NVML_TOPOLOGY_INTERNAL = 0
 NVML_TOPOLOGY_SINGLE = 10
@@ -221,6 +228,25 @@ class FakeGpu:
     """Raised by every NVLink call instead, when set."""
     handle_error: NVMLError | None = None
     """Raised by nvmlDeviceGetHandleByIndex for this GPU (e.g. GpuIsLost)."""
+    vbios_version: Any = "96.00.74.00.0D"
+    ecc_errors: Any = field(
+        default_factory=lambda: {
+            (NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC): 0,
+            (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC): 0,
+            (NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC): 0,
+            (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC): 0,
+        }
+    )
+    """nvmlDeviceGetTotalEccErrors: (error type, counter type) -> count or error (a missing
+    pair answers NotSupported); or one error for every pair."""
+    retired_pages: Any = field(default_factory=lambda: err(NVML_ERROR_NOT_SUPPORTED))
+    """nvmlDeviceGetRetiredPages: cause -> page addresses or error; or one error for every
+    cause (Ampere and newer: NotSupported, row remapping replaced page retirement)."""
+    retired_pages_pending: Any = field(default_factory=lambda: err(NVML_ERROR_NOT_SUPPORTED))
+    """nvmlDeviceGetRetiredPagesPendingStatus: an enable state, or an error."""
+    remapped_rows: Any = (0, 0, 0, 0)
+    """nvmlDeviceGetRemappedRows: (corrected rows, uncorrected rows, pending, failure occurred),
+    or an error (NotSupported before Ampere)."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +319,7 @@ class FakePynvml(types.ModuleType):
             "nvmlDeviceGetName",
             "nvmlDeviceGetUUID",
             "nvmlDeviceGetSerial",
+            "nvmlDeviceGetVbiosVersion",
         }
         for name in dir(type(self)):
             if not name.startswith("_nvml"):
@@ -496,6 +523,25 @@ class FakePynvml(types.ModuleType):
             raise NVMLError(NVML_ERROR_NOT_FOUND)
         return FakeHandle(handle.index, slot)
 
+    def _nvmlDeviceGetVbiosVersion(self, handle: FakeHandle) -> Any:
+        return _give(self._gpu(handle).vbios_version)
+
+    def _nvmlDeviceGetTotalEccErrors(self, handle: FakeHandle, kind: int, counter: int) -> Any:
+        counts = _give(self._gpu(handle).ecc_errors)
+        return _give(counts.get((kind, counter), err(NVML_ERROR_NOT_SUPPORTED)))
+
+    def _nvmlDeviceGetRetiredPages(self, handle: FakeHandle, cause: int) -> Any:
+        pages = _give(self._gpu(handle).retired_pages)
+        if cause not in (0, 1):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return list(_give(pages.get(cause, [])))
+
+    def _nvmlDeviceGetRetiredPagesPendingStatus(self, handle: FakeHandle) -> Any:
+        return _give(self._gpu(handle).retired_pages_pending)
+
+    def _nvmlDeviceGetRemappedRows(self, handle: FakeHandle) -> Any:
+        return tuple(_give(self._gpu(handle).remapped_rows))
+
     def _nvmlDeviceGetTopologyCommonAncestor(self, a: FakeHandle, b: FakeHandle) -> Any:
         self._gpu(a)  # both must be whole GPUs, as in NVML
         self._gpu(b)
@@ -538,6 +584,27 @@ def _feature(f: Fact[Any], pair: bool) -> Any:
         return err(NVML_ERROR_NOT_SUPPORTED)
     state = NVML_FEATURE_ENABLED if f.value else NVML_FEATURE_DISABLED
     return (state, state) if pair else state
+
+
+def _ecc_from(gpu: GpuInfo) -> dict[tuple[int, int], Any]:
+    unc, vol, agg = NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC
+    return {
+        (NVML_MEMORY_ERROR_TYPE_CORRECTED, vol): _or_unsupported(gpu.ecc_errors_corrected_volatile),
+        (unc, vol): _or_unsupported(gpu.ecc_errors_uncorrected_volatile),
+        (unc, agg): _or_unsupported(gpu.ecc_errors_uncorrected_aggregate),
+    }
+
+
+def _remapped_from(gpu: GpuInfo) -> Any:
+    facts = (gpu.remapped_rows_uncorrectable, gpu.remapped_rows_pending, gpu.remapped_rows_failed)
+    if any(f.value is None for f in facts):
+        return err(NVML_ERROR_NOT_SUPPORTED)
+    return (
+        0,
+        gpu.remapped_rows_uncorrectable.value,
+        int(bool(facts[1].value)),
+        int(bool(facts[2].value)),
+    )
 
 
 def fake_from_nvidia_smi_xml(text: str, **options: Any) -> FakePynvml:
@@ -597,6 +664,12 @@ def fake_from_nvidia_smi_xml(text: str, **options: Any) -> FakePynvml:
                 mig_mode=_feature(gpu.mig_enabled, pair=True),
                 max_mig_devices=7 if migs else 0,
                 mig_devices=migs,
+                vbios_version=_or_unsupported(gpu.vbios_version),
+                ecc_errors=_ecc_from(gpu),
+                # The XML gives the count: the fake lists that many pages for one cause.
+                retired_pages=_or_unsupported(gpu.retired_pages, lambda n: {0: [0] * n, 1: []}),
+                retired_pages_pending=_or_unsupported(gpu.retired_pages_pending, int),
+                remapped_rows=_remapped_from(gpu),
             )
         )
     cuda = info.cuda_driver_version.value

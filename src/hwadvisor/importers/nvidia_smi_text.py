@@ -57,6 +57,14 @@ _RENAMES: dict[tuple[str, str], str] = {
     ("power_readings", "power_limit"): "power_limit",
     ("gpu_power_readings", "current_power_limit"): "current_power_limit",
     ("compute_capability", ""): "compute_cap",
+    ("retired_pages", "single_bit_ecc"): "multiple_single_bit_retirement",
+    ("retired_pages", "double_bit_ecc"): "double_bit_retirement",
+    ("retired_pages", "pending_page_blacklist"): "pending_blacklist",
+    ("retired_pages", "pending"): "pending_retirement",
+    ("remapped_rows", "correctable_error"): "remapped_row_corr",
+    ("remapped_rows", "uncorrectable_error"): "remapped_row_unc",
+    ("remapped_rows", "pending"): "remapped_row_pending",
+    ("remapped_rows", "remapping_failure_occurred"): "remapped_row_failure",
 }
 #: Sections whose children the XML names by what they are (``<mig_device>``), not by index.
 _LISTS = {"mig_devices": "mig_device", "processes": "process_info"}

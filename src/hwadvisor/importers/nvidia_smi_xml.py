@@ -214,6 +214,81 @@ def _bus_id(raw: _Raw) -> Fact[str]:
     return _convert(raw, normalize_bus_id)
 
 
+def _yes_no(raw: _Raw) -> Fact[bool]:
+    states = {"yes": True, "no": False}
+    return _convert(raw, lambda v: states.get(v.lower()))
+
+
+def _in_section(gpu: ET.Element, section: str, *leaves: str) -> _Raw:
+    """The first of ``leaves`` in ``section`` with a value; where the section itself says why
+    it has none (``<remapped_rows>N/A</remapped_rows>``), that reason."""
+    raw = _first(gpu, *(f"{section}/{leaf}" for leaf in leaves))
+    if raw[0] is None and raw[1] == MISSING:
+        own = _text(gpu, section)
+        if own[0] is not None or own[1] not in (MISSING, "empty in nvidia-smi output"):
+            return None, own[1] or f"nvidia-smi reports {own[0]} for {section}"
+    return raw
+
+
+#: ECC counters by kind: each part is read from the first of its spellings that has a value
+#: (DTD 13 splits SRAM uncorrectable into parity and SEC-DED, which are then added up).
+_ECC_PARTS: dict[str, tuple[tuple[tuple[str, ...], ...], ...]] = {
+    "correctable": ((("sram_correctable",),), (("dram_correctable",),)),
+    "uncorrectable": (
+        (("sram_uncorrectable",), ("sram_uncorrectable_parity", "sram_uncorrectable_secded")),
+        (("dram_uncorrectable",),),
+    ),
+}
+#: Drivers before R450 count by bit: single-bit (corrected) and double-bit (uncorrected) totals.
+_ECC_OLD = {"correctable": "single_bit/total", "uncorrectable": "double_bit/total"}
+
+
+def _ecc_count(gpu: ET.Element, counter: str, kind: str) -> Fact[int]:
+    """``<ecc_errors><volatile|aggregate>``'s errors of ``kind``, SRAM and DRAM added up."""
+    base = f"ecc_errors/{counter}"
+    total: int | None = None
+    reason = MISSING
+    for spellings in _ECC_PARTS[kind]:
+        for paths in spellings:
+            counts = [_int(_text(gpu, f"{base}/{path}"), "") for path in paths]
+            if all(count.known for count in counts):
+                total = (total or 0) + sum(count.value or 0 for count in counts)
+                break
+            if reason == MISSING:
+                reason = next(c.reason for c in counts if not c.known) or MISSING
+    if total is not None:
+        return fact(total, SRC)
+    old = _int(_in_section(gpu, "ecc_errors", f"{counter}/{_ECC_OLD[kind]}"), "")
+    if old.known or reason == MISSING:
+        return old
+    return unknown(reason, SRC)
+
+
+def _retired_pages(gpu: ET.Element) -> Fact[int]:
+    """Pages retired for multiple single-bit and for double-bit errors, added up. ``-q`` text
+    states each count on its section's line, the XML in a ``<retired_count>`` under it."""
+    counts = [
+        _int(_in_section(gpu, "retired_pages", f"{cause}/retired_count", cause), "")
+        for cause in ("multiple_single_bit_retirement", "double_bit_retirement")
+    ]
+    known = [count.value for count in counts if count.value is not None]
+    if not known:
+        return counts[0]
+    return fact(sum(known), SRC)
+
+
+def _retirement_pending(gpu: ET.Element) -> Fact[bool]:
+    flags = [
+        _yes_no(_in_section(gpu, "retired_pages", leaf))
+        for leaf in ("pending_retirement", "pending_blacklist")
+    ]
+    if any(flag.value for flag in flags):
+        return fact(True, SRC)
+    if any(flag.value is False for flag in flags):
+        return fact(False, SRC)
+    return flags[0]
+
+
 def _gpu(index: int, gpu: ET.Element) -> GpuInfo:
     bus = _first(gpu, "pci/pci_bus_id")
     if bus[0] is None and gpu.get("id"):
@@ -262,6 +337,20 @@ def _gpu(index: int, gpu: ET.Element) -> GpuInfo:
         "ecc_enabled": _enabled(_text(gpu, "ecc_mode/current_ecc")),
         "persistence_mode": _enabled(_text(gpu, "persistence_mode")),
         "mig_enabled": _enabled(_text(gpu, "mig_mode/current_mig")),
+        "vbios_version": _str(_text(gpu, "vbios_version")),
+        "ecc_errors_corrected_volatile": _ecc_count(gpu, "volatile", "correctable"),
+        "ecc_errors_uncorrected_volatile": _ecc_count(gpu, "volatile", "uncorrectable"),
+        "ecc_errors_uncorrected_aggregate": _ecc_count(gpu, "aggregate", "uncorrectable"),
+        "retired_pages": _retired_pages(gpu),
+        "retired_pages_pending": _retirement_pending(gpu),
+        "remapped_rows_uncorrectable": _int(
+            _in_section(gpu, "remapped_rows", "remapped_row_unc"), ""
+        ),
+        "remapped_rows_pending": _yes_no(_in_section(gpu, "remapped_rows", "remapped_row_pending")),
+        "remapped_rows_failed": _yes_no(_in_section(gpu, "remapped_rows", "remapped_row_failure")),
+        "xid_errors_recent": unknown(
+            "nvidia-smi does not show Xid errors (the kernel log does)", SRC
+        ),
     }
     migs = [_mig(i, m) for i, m in enumerate(gpu.findall("mig_devices/mig_device"))]
     return GpuInfo(index=index, vendor="nvidia", backend="cuda", mig_instances=migs, **fields)

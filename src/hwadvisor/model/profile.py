@@ -19,8 +19,10 @@ from hwadvisor.model.facts import Fact, StrictModel, unknown
 #: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``. 4: adds the benchmarks' load
 #: conditions, per-measurement disturbances and threads, and the benchmark devices' identity.
 #: 5: adds ``imported`` (what an imported profile was read from), the GPUs' ``catalog_name`` and
-#: ``gpu_class``, and the import formats' fact sources.
-SCHEMA_VERSION = 5
+#: ``gpu_class``, and the import formats' fact sources. 6: adds ``system`` (DMI vendor, product,
+#: serial, BIOS), ``network`` (NICs, InfiniBand/RoCE ports) and the GPUs' health facts (VBIOS,
+#: ECC error counts, retired pages, remapped rows, recent Xid errors).
+SCHEMA_VERSION = 6
 
 
 def _not_probed() -> Fact[Any]:
@@ -112,6 +114,61 @@ class PciDevice(StrictModel):
 
 
 # --------------------------------------------------------------------------------------------
+# The system board (DMI/SMBIOS) and the network
+
+
+class SystemInfo(StrictModel):
+    """What the firmware says the machine is (``/sys/class/dmi/id``; ``hw.model`` on macOS)."""
+
+    vendor: Fact[str] = NotProbed()
+    product: Fact[str] = NotProbed()
+    serial: Fact[str] = NotProbed()
+    """The system serial number: identifying (redacted with the host name); root-only on Linux."""
+    bios_vendor: Fact[str] = NotProbed()
+    bios_version: Fact[str] = NotProbed()
+    bios_date: Fact[str] = NotProbed()
+    """ISO 8601 (``2023-03-15``) where the firmware writes ``03/15/2023``; else as written."""
+
+
+class NetInterface(StrictModel):
+    """One physical network interface (virtual ones, such as docker0 or veth*, are left out)."""
+
+    name: str
+    kind: str
+    """ethernet, infiniband (an IPoIB interface), wireless, or other."""
+    state: Fact[str] = NotProbed()
+    """The kernel's operstate: up, down, dormant, lowerlayerdown, unknown ..."""
+    speed_mbps: Fact[int] = NotProbed()
+    mtu: Fact[int] = NotProbed()
+    driver: Fact[str] = NotProbed()
+    mac: Fact[str] = NotProbed()
+    """The hardware address: identifying (redacted)."""
+
+
+class RdmaPort(StrictModel):
+    """One port of an RDMA device (``/sys/class/infiniband``): InfiniBand, or RoCE."""
+
+    device: str
+    """The RDMA device, e.g. ``mlx5_0``."""
+    port: int
+    link_layer: Fact[str] = NotProbed()
+    """``InfiniBand``, or ``Ethernet`` (RoCE)."""
+    rate_gbps: Fact[float] = NotProbed()
+    state: Fact[str] = NotProbed()
+    """down, init, armed, active, active_defer."""
+    netdev: Fact[str] = NotProbed()
+    """The network interface of this port (IPoIB, or the RoCE Ethernet interface)."""
+
+
+class NetworkInfo(StrictModel):
+    interfaces: list[NetInterface] = Field(default_factory=list)
+    rdma: list[RdmaPort] = Field(default_factory=list)
+    reason: str | None = "not probed"
+    """Why the lists are empty or incomplete (not probed, no sysfs, only virtual interfaces);
+    null when the probe read everything there was."""
+
+
+# --------------------------------------------------------------------------------------------
 # GPUs
 
 
@@ -185,6 +242,25 @@ class GpuInfo(StrictModel):
     persistence_mode: Fact[bool] = NotProbed()
     mig_enabled: Fact[bool] = NotProbed()
     mig_instances: list[MigInstance] = Field(default_factory=list)
+    vbios_version: Fact[str] = NotProbed()
+    ecc_errors_corrected_volatile: Fact[int] = NotProbed()
+    """Corrected (single-bit) ECC errors since the driver loaded."""
+    ecc_errors_uncorrected_volatile: Fact[int] = NotProbed()
+    """Uncorrected (double-bit) ECC errors since the driver loaded."""
+    ecc_errors_uncorrected_aggregate: Fact[int] = NotProbed()
+    """Uncorrected ECC errors over the GPU's life."""
+    retired_pages: Fact[int] = NotProbed()
+    """Memory pages retired (single-bit and double-bit causes); GPUs before Ampere."""
+    retired_pages_pending: Fact[bool] = NotProbed()
+    """A page waits to be retired at the next GPU reset."""
+    remapped_rows_uncorrectable: Fact[int] = NotProbed()
+    """Rows remapped after uncorrectable errors (Ampere and newer)."""
+    remapped_rows_pending: Fact[bool] = NotProbed()
+    """A row remapping waits for the next GPU reset."""
+    remapped_rows_failed: Fact[bool] = NotProbed()
+    """A remapping failed: the GPU has no spare rows left."""
+    xid_errors_recent: Fact[list[int]] = NotProbed()
+    """Xid codes the driver logged for this GPU in the kernel log (as far as it is buffered)."""
     catalog_name: Fact[str] = NotProbed()
     """The row of hwadvisor's GPU catalog this GPU is (what its peaks and the advice use)."""
     gpu_class: Fact[str] = NotProbed()
@@ -353,10 +429,12 @@ class Profile(StrictModel):
     created_utc: str
     """ISO 8601, UTC, seconds precision, e.g. ``2026-11-21T10:02:03Z``."""
     host: HostIdentity = Field(default_factory=HostIdentity)
+    system: SystemInfo = Field(default_factory=SystemInfo)
     cpu: CpuInfo = Field(default_factory=CpuInfo)
     memory: MemoryInfo = Field(default_factory=MemoryInfo)
     storage: StorageInfo = Field(default_factory=StorageInfo)
     platform: PlatformInfo = Field(default_factory=PlatformInfo)
+    network: NetworkInfo = Field(default_factory=NetworkInfo)
     nvml: NvmlInfo = Field(default_factory=NvmlInfo)
     gpus: list[GpuInfo] = Field(default_factory=list)
     gpu_topology: list[GpuLink] = Field(default_factory=list)

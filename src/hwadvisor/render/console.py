@@ -18,6 +18,7 @@ from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
+from hwadvisor.render.summaries import network_line, system_line
 from hwadvisor.units import human_bytes, short_plan
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -110,14 +111,18 @@ def _system_table(p: Profile) -> Table:
     )
     if m.cgroup_limit_bytes.value is not None:
         memory.append(f", container limit {human_bytes(m.cgroup_limit_bytes.value)}")
+    board = system_line(p.system)
+    links = network_line(p.network)
     rows = [
         ("host", show(p.host.hostname, why=True)),
+        ("system", Text(board) if board else show(p.system.product, why=True)),
         ("OS", Text.assemble(show(pl.distribution), " (kernel ", show(pl.kernel), ")")),
         ("Python", Text.assemble(show(pl.python_version), " ", show(pl.python_implementation))),
         ("container", show(pl.container, why=True)),
         ("memory", memory),
         ("swap", show(m.swap_total_bytes, human_bytes, why=True)),
         ("disk free", Text.assemble(show(s.free_bytes, human_bytes), " at ", show(s.path))),
+        ("network", Text(links) if links else _no_links(p)),
     ]
     if pl.wsl.value:
         rows.append(("WSL", Text("yes")))
@@ -126,6 +131,11 @@ def _system_table(p: Profile) -> Table:
     for key, value in pl.visibility_env.items():
         rows.append((key, Text(repr(value))))
     return _kv_table("Machine", rows)
+
+
+def _no_links(p: Profile) -> Text:
+    why = p.network.reason
+    return Text(f"unknown ({why})" if why else "no physical interface found", style="dim")
 
 
 def _gpu_row(g: GpuInfo) -> list[RenderableType]:

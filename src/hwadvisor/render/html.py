@@ -23,6 +23,7 @@ from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.charts import all_charts
 from hwadvisor.render.console import format_rate, human_duration
+from hwadvisor.render.summaries import gpu_health, network_line, system_line
 from hwadvisor.units import human_bytes, short_plan
 
 PAPERS = ("A4", "Letter")
@@ -85,6 +86,7 @@ def environment(template_dir: Path | None = None) -> Any:
     env.filters["rate"] = format_rate
     env.filters["fact"] = brief_fact
     env.filters["plan"] = short_plan
+    env.filters["gpu_health"] = gpu_health
     return env
 
 
@@ -474,6 +476,8 @@ def render_html(
         "measurements": measurement_rows(profile.benchmarks),
         "charts": _charts(profile),
         "facts": raw_facts(profile),
+        "system_line": system_line(profile.system),
+        "network_line": network_line(profile.network),
     }
     return render_template(env, "report.html.j2", context)
 

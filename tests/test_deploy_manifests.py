@@ -1,0 +1,541 @@
+"""deploy/: the role's files, the Kubernetes manifests, the Slurm script and docs/fleet.md.
+
+Everything that runs is run: the idle check with fake load averages and a fake nvidia-smi, the
+manifests' container script with a fake hwadvisor, the Slurm script with fake srun and hostname
+commands standing for a cluster of three nodes. The Jinja expressions of docs/fleet.md are
+checked against hwadvisor's own derivation of machine_id and of its redacted token.
+(tests/test_deploy_ansible.py runs the role itself through ansible-playbook.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+import yaml
+
+from hwadvisor.model.facts import Source, fact
+from hwadvisor.model.load import load_profile
+from hwadvisor.model.profile import HostIdentity
+from hwadvisor.probes.roots import Roots
+from hwadvisor.probes.system import probe_host
+from hwadvisor.redact import redact_profile
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+ROLE = DEPLOY / "ansible" / "roles" / "hwadvisor"
+DOCS = ROOT / "docs" / "fleet.md"
+SLURM = DEPLOY / "slurm" / "collect.sh"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+# --------------------------------------------------------------------------------------------
+# docs/fleet.md's Jinja expressions
+
+
+def _docs_expression(variable: str) -> str:
+    """The Jinja expression docs/fleet.md gives for ``variable`` (a YAML line of its own)."""
+    found = re.findall(rf'^{variable}: "(\{{\{{.*\}}\}})"$', DOCS.read_text(), re.MULTILINE)
+    assert len(found) == 1, f"docs/fleet.md should define {variable} once"
+    return str(found[0])
+
+
+def docs_machine_id_expression() -> str:
+    """``{{ ... }}`` of docs/fleet.md that derives hwadvisor's machine_id from Ansible's raw
+    ``ansible_machine_id`` (test_deploy_ansible runs it through Ansible too)."""
+    return _docs_expression("hwadvisor_machine_id")
+
+
+def _render(expression: str, **variables: Any) -> str:
+    """Render with plain Jinja and Ansible's ``hash`` filter (hashlib over the UTF-8 text)."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["hash"] = lambda text, kind="sha1": hashlib.new(kind, text.encode()).hexdigest()
+    return env.from_string(expression).render(**variables)
+
+
+@pytest.mark.parametrize(
+    ("etc", "dbus"),
+    [
+        ("3d1219c7c4c5404aaa1f6d2a48adfda4\n", None),
+        ("0123456789abcdef0123456789abcdef", "ffffffffffffffffffffffffffffffff\n"),
+        (None, "fedcba9876543210fedcba9876543210\n"),
+        ("", "fedcba9876543210fedcba9876543210\n"),  # empty: the dbus copy is used
+    ],
+)
+def test_docs_machine_id_expression_is_hwadvisors_derivation(
+    tmp_path: Path, etc: str | None, dbus: str | None
+) -> None:
+    if etc is not None:
+        (tmp_path / "etc").mkdir()
+        (tmp_path / "etc" / "machine-id").write_text(etc)
+    if dbus is not None:
+        (tmp_path / "var" / "lib" / "dbus").mkdir(parents=True)
+        (tmp_path / "var" / "lib" / "dbus" / "machine-id").write_text(dbus)
+    derived = probe_host(Roots.under(tmp_path)).machine_id.value
+    raw = (etc or dbus or "").strip()  # what Ansible's ansible_machine_id holds
+    assert derived is not None
+    assert _render(docs_machine_id_expression(), ansible_machine_id=raw) == derived
+    assert derived == f"sha256:{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
+
+
+def test_no_machine_id_is_null_with_the_reason_the_docs_give(tmp_path: Path) -> None:
+    host = probe_host(Roots.under(tmp_path))
+    assert host.machine_id.value is None
+    prose = " ".join(DOCS.read_text().split())  # Markdown wraps lines anywhere
+    assert host.machine_id.reason is not None and f"`{host.machine_id.reason}`" in prose
+
+
+def test_docs_redacted_machine_id_expression_is_the_redaction_token() -> None:
+    profile = load_profile(FIXTURES / "profiles" / "v1-cpu-only.json")
+    machine_id = "sha256:0035969ec53f6e7f"
+    profile.host = HostIdentity(
+        hostname=fact("node1", Source.OS), machine_id=fact(machine_id, Source.OS)
+    )
+    for salt in ("fleet-salt", "s3cr3t"):
+        redacted = redact_profile(profile, salt, users=[])
+        token = redacted.host.machine_id.value
+        assert token is not None and token.startswith("redacted-")
+        expression = _docs_expression("hwadvisor_redacted_machine_id")
+        assert _render(expression, salt=salt, hwadvisor_machine_id=machine_id) == token
+
+
+def test_docs_cover_collection_roll_up_and_scale() -> None:
+    text = DOCS.read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    for wanted in ("Rolling up", "100,000 hosts", "machine_id"):
+        assert any(wanted in h for h in headings), wanted
+
+
+# --------------------------------------------------------------------------------------------
+# The Ansible role's files
+
+
+def test_role_yaml_parses_and_variables_are_documented() -> None:
+    for path in sorted((DEPLOY / "ansible").rglob("*.yml")):
+        assert yaml.safe_load(path.read_text()) is not None, path
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert set(options) == set(defaults)
+    assert options["hwadvisor_bench"]["choices"] == ["auto", "always", "never"]
+    assert defaults["hwadvisor_bench"] in options["hwadvisor_bench"]["choices"]
+    documented = set(re.findall(r"^\| `(hwadvisor_\w+)` \|", DOCS.read_text(), re.MULTILINE))
+    assert documented == set(defaults)
+    # Every variable the tasks and the template use is a default, or one the role sets itself.
+    used: set[str] = set()
+    for path in [*ROLE.rglob("*.yml"), *ROLE.rglob("*.j2")]:
+        used |= set(re.findall(r"\b(hwadvisor_[a-z_]+)\b", path.read_text()))
+    # (and two names that are not variables: the idle check's file, a tag)
+    assert used - set(defaults) <= {"hwadvisor_idle", "hwadvisor_scan"}, used - set(defaults)
+
+
+def test_playbook_applies_the_role() -> None:
+    (play,) = yaml.safe_load((DEPLOY / "ansible" / "collect.yml").read_text())
+    assert [r["role"] for r in play["roles"]] == ["hwadvisor"]
+    assert (DEPLOY / "ansible" / "roles" / "hwadvisor" / "tasks" / "main.yml").is_file()
+
+
+def _idle(tmp_path: Path, load: str, *, smi: str | None, threshold: float = 0.5) -> Any:
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"{load} 0.50 0.40 1/100 4242\n")
+    command = str(tmp_path / "no-such-nvidia-smi")
+    if smi is not None:
+        command = str(tmp_path / "nvidia-smi")
+        Path(command).write_text(f"#!/bin/sh\n{smi}\n")
+        Path(command).chmod(0o755)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROLE / "files" / "hwadvisor_idle.py"),
+            "--max-load-per-cpu",
+            str(threshold),
+            "--loadavg",
+            str(loadavg),
+            "--nvidia-smi",
+            command,
+            "--nvidia-smi-timeout",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_idle_check(tmp_path: Path) -> None:
+    cpus = os.cpu_count() or 1
+    quiet = _idle(tmp_path, "0.00", smi=None)
+    assert quiet["idle"] is True and quiet["reasons"] == [] and quiet["cpus"] == cpus
+    assert quiet["gpu_processes"] == 0
+
+    busy = _idle(tmp_path, f"{cpus * 2:.2f}", smi=None)
+    assert busy["idle"] is False
+    assert busy["load_per_cpu"] == pytest.approx(2.0)
+    assert busy["reasons"] == ["1-minute load 2.00 per CPU is not below 0.5"]
+
+    nothing_on_gpus = _idle(tmp_path, "0.00", smi='echo "No running processes found"')
+    assert nothing_on_gpus["idle"] is True and nothing_on_gpus["gpu_processes"] == 0
+
+    training = _idle(tmp_path, "0.00", smi="printf '4242\\n4243\\n'")
+    assert training["idle"] is False and training["gpu_processes"] == 2
+    assert training["reasons"] == ["2 process(es) computing on a GPU"]
+
+    broken = _idle(tmp_path, "0.00", smi="echo 'Failed to initialize NVML' >&2; exit 9")
+    assert broken["idle"] is False and broken["gpu_processes"] is None
+    assert broken["reasons"] == [
+        "GPU use unknown: nvidia-smi failed (exit 9) Failed to initialize NVML"
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Kubernetes
+
+
+def _manifest(name: str, kind: str) -> dict[str, Any]:
+    docs = [d for d in yaml.safe_load_all((DEPLOY / "kubernetes" / name).read_text()) if d]
+    (found,) = [d for d in docs if d["kind"] == kind]
+    return dict(found)
+
+
+def _container(obj: dict[str, Any]) -> dict[str, Any]:
+    (container,) = obj["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def _tolerates_gpu_taint(pod: dict[str, Any]) -> bool:
+    return any(
+        t["key"] == "nvidia.com/gpu" and t["operator"] == "Exists" for t in pod["tolerations"]
+    )
+
+
+def test_daemonset_observes_every_gpu_without_requesting_them() -> None:
+    ds = _manifest("daemonset.yaml", "DaemonSet")
+    assert ds["apiVersion"] == "apps/v1"
+    template = ds["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    pod = template["spec"]
+    container = _container(ds)
+    assert container["image"] == "registry.example.com/hwadvisor:0.1.0"
+    assert "hwadvisor scan --json -" in " ".join(container["command"] + container["args"])
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert _tolerates_gpu_taint(pod)
+    assert pod["runtimeClassName"] == "nvidia" and pod["hostNetwork"] is True
+    resources = container["resources"]
+    assert "nvidia.com/gpu" not in {**resources.get("requests", {}), **resources.get("limits", {})}
+    assert "cpu" not in resources.get("limits", {})
+    env = _env(container)
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert env["HWADVISOR_SCAN_ARGS"].split() == ["--no-bench"]
+    assert int(env["HWADVISOR_INTERVAL_SECONDS"]) > 0
+    _check_host_mounts(ds)
+    namespace = _manifest("daemonset.yaml", "Namespace")
+    assert ds["metadata"]["namespace"] == namespace["metadata"]["name"]
+
+
+def test_job_benchmarks_on_the_gpus_it_requests() -> None:
+    job = _manifest("job.yaml", "Job")
+    ds = _manifest("daemonset.yaml", "DaemonSet")
+    assert job["metadata"]["namespace"] == ds["metadata"]["namespace"]
+    assert job["spec"]["backoffLimit"] == 0
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert _tolerates_gpu_taint(pod)
+    container = _container(job)
+    assert container["image"] == _container(ds)["image"]
+    assert int(container["resources"]["limits"]["nvidia.com/gpu"]) >= 1
+    env = _env(container)
+    assert "NVIDIA_VISIBLE_DEVICES" not in env  # the device plugin sets the allocated GPUs
+    assert "--no-bench" not in (env["HWADVISOR_SCAN_ARGS"] or "")
+    assert env["HWADVISOR_INTERVAL_SECONDS"] == "0"
+    assert env["HWADVISOR_PROFILE_FILE"] != _env(_container(ds))["HWADVISOR_PROFILE_FILE"]
+    _check_host_mounts(job)
+    # One script for both: a fix to one cannot miss the other.
+    assert container["command"] == _container(ds)["command"] == ["/bin/sh", "-c"]
+    assert container["args"] == _container(ds)["args"]
+
+
+def _check_host_mounts(obj: dict[str, Any]) -> None:
+    volumes = {v["name"]: v for v in obj["spec"]["template"]["spec"]["volumes"]}
+    mounts = {m["mountPath"]: m for m in _container(obj)["volumeMounts"]}
+    machine_id = mounts["/etc/machine-id"]
+    assert machine_id["readOnly"] is True
+    assert volumes[machine_id["name"]]["hostPath"] == {"path": "/etc/machine-id", "type": "File"}
+    out = _env(_container(obj))["HWADVISOR_OUT_DIR"]
+    assert volumes[mounts[out]["name"]]["hostPath"]["path"] == "/var/lib/hwadvisor"
+
+
+def test_dockerfile_installs_the_wheel() -> None:
+    text = (DEPLOY / "kubernetes" / "Dockerfile").read_text()
+    assert re.search(r"^FROM \S+", text, re.MULTILINE)
+    assert "COPY dist/ /tmp/dist/" in text
+    assert '"$wheel"' in text and "hwadvisor-*.whl" in text
+    assert 'ENTRYPOINT ["hwadvisor"]' in text
+    assert "registry.example.com/hwadvisor:0.1.0" in text  # the name the manifests use
+
+
+def _fake_bin(tmp_path: Path, scripts: dict[str, str]) -> dict[str, str]:
+    """An environment whose PATH starts with these fake commands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    path = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]])
+    return {"PATH": path, "LC_ALL": "C"}
+
+
+FAKE_HWADVISOR = """#!/bin/sh
+# hwadvisor scan --json - for the tests: a tiny profile, the exit status in $FAKE_RC.
+echo "$*" >> "$FAKE_LOG"
+[ "${FAKE_SLEEP:-0}" = 0 ] || sleep "$FAKE_SLEEP"
+printf '{\\n  "schema_version": 6,\\n  "host": "%s"\\n}\\n' "$(hostname)"
+exit "${FAKE_RC:-0}"
+"""
+
+
+def _k8s_script() -> str:
+    return str(_container(_manifest("daemonset.yaml", "DaemonSet"))["args"][0])
+
+
+def _shell() -> str:
+    return shutil.which("dash") or "/bin/sh"  # the image's /bin/sh is dash: POSIX only
+
+
+def test_container_script_writes_the_profile_atomically_and_prints_one_line(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "var-lib-hwadvisor"
+    out.mkdir()
+    env = _fake_bin(tmp_path, {"hwadvisor": FAKE_HWADVISOR})
+    env.update(
+        HWADVISOR_OUT_DIR=str(out),
+        HWADVISOR_PROFILE_FILE="profile.json",
+        HWADVISOR_INTERVAL_SECONDS="0",
+        HWADVISOR_SCAN_ARGS="--no-bench --probe-timeout 30",
+        POD_NAME="hwadvisor-x1",
+        FAKE_LOG=str(tmp_path / "calls"),
+        FAKE_RC="3",  # a degraded probe: the profile counts
+    )
+    done = subprocess.run(
+        [_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    saved = (out / "profile.json").read_text()
+    assert json.loads(saved)["schema_version"] == 6
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line) == json.loads(saved)
+    assert sorted(p.name for p in out.iterdir()) == ["profile.json"]
+    assert (tmp_path / "calls").read_text() == "scan --json - --no-bench --probe-timeout 30\n"
+
+    env["FAKE_RC"] = "2"  # a failed scan leaves the last profile as it was
+    failed = subprocess.run(
+        [_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert failed.returncode == 2 and failed.stdout == ""
+    assert "hwadvisor scan failed (exit 2)" in failed.stderr
+    assert (out / "profile.json").read_text() == saved
+    assert sorted(p.name for p in out.iterdir()) == ["profile.json"]
+
+
+def test_container_script_rescans_and_stops_at_once_on_sigterm(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = _fake_bin(tmp_path, {"hwadvisor": FAKE_HWADVISOR})
+    env.update(
+        HWADVISOR_OUT_DIR=str(out),
+        HWADVISOR_INTERVAL_SECONDS="1",
+        FAKE_LOG=str(tmp_path / "calls"),
+    )
+    pod = subprocess.Popen(
+        [_shell(), "-c", _k8s_script()],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            calls = (tmp_path / "calls").read_text() if (tmp_path / "calls").exists() else ""
+            if calls.count("scan") >= 2:
+                break
+            time.sleep(0.1)
+        assert calls.count("scan") >= 2  # periodic
+        pod.send_signal(signal.SIGTERM)
+        stdout, _ = pod.communicate(timeout=10)
+    finally:
+        if pod.poll() is None:
+            pod.kill()
+            pod.wait()
+    assert pod.returncode == 143
+    assert json.loads(stdout.splitlines()[0])["schema_version"] == 6
+    assert [p.name for p in out.iterdir()] == ["profile.json"]
+
+
+# --------------------------------------------------------------------------------------------
+# Slurm
+
+
+def test_slurm_script_parses() -> None:
+    subprocess.run(["bash", "-n", str(SLURM)], check=True, timeout=30)
+    text = SLURM.read_text()
+    assert "#SBATCH --ntasks-per-node=1" in text
+    assert text.startswith("#!/usr/bin/env bash\n")
+
+
+def test_slurm_usage_lists_exactly_the_options_it_takes() -> None:
+    shown = subprocess.run(
+        ["bash", str(SLURM), "--help"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    documented: set[str] = set()
+    for line in shown.split("Options:", 1)[1].splitlines():
+        first_column = line.strip().split("  ")[0]
+        if first_column.startswith("-"):  # not a continuation of a description
+            documented |= set(re.findall(r"(?<![\w-])--?[a-zA-Z][\w-]*", first_column))
+    assert documented == _handled()
+    assert "-- SCAN ARGS" in shown
+
+
+def _handled() -> set[str]:
+    """The options the script's argument loop takes (its case patterns)."""
+    text = SLURM.read_text()
+    start = text.index("while [ $# -gt 0 ]; do")
+    loop = text[start : text.index("esac", start)]
+    patterns = re.findall(r"^\s+([-\w |]+)\)", loop, re.MULTILINE)
+    found = {p.strip() for pattern in patterns for p in pattern.split("|")}
+    return {p for p in found if p.startswith("-") and p != "--"}
+
+
+FAKE_SRUN = """#!/usr/bin/env bash
+# srun for the tests: records its arguments, then runs the command once per "node"
+# (SLURM_PROCID 0..N-1, which the fake hostname turns into node0, node1, ...).
+printf '%s\\n' "$*" > "$FAKE_SRUN_LOG"
+nodes=1
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+    case "$1" in --nodes=*) nodes=${1#--nodes=} ;; esac
+    shift
+done
+rc=0
+for ((i = 0; i < nodes; i++)); do
+    SLURM_PROCID=$i SLURM_JOB_ID=${SLURM_JOB_ID:-4711} "$@" || rc=$?
+done
+exit "$rc"
+"""
+FAKE_HOSTNAME = '#!/bin/sh\necho "node${SLURM_PROCID:-x}"\n'
+FAKE_NODE_HWADVISOR = """#!/bin/sh
+# Each node's exit status and delay come from files named after it.
+host=$(hostname)
+echo "$host $*" >> "$FAKE_LOG"
+[ -f "$FAKE_DIR/$host.sleep" ] && sleep "$(cat "$FAKE_DIR/$host.sleep")"
+printf '{"schema_version": 6, "host": "%s"}\\n' "$host"
+[ -f "$FAKE_DIR/$host.rc" ] && exit "$(cat "$FAKE_DIR/$host.rc")"
+exit 0
+"""
+
+
+def _slurm(tmp_path: Path, args: list[str], **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = _fake_bin(
+        tmp_path,
+        {"srun": FAKE_SRUN, "hostname": FAKE_HOSTNAME, "hwadvisor": FAKE_NODE_HWADVISOR},
+    )
+    env.update(
+        FAKE_SRUN_LOG=str(tmp_path / "srun-args"),
+        FAKE_LOG=str(tmp_path / "hwadvisor-calls"),
+        FAKE_DIR=str(tmp_path),
+        TMPDIR=str(tmp_path),
+        **env_extra,
+    )
+    return subprocess.run(
+        ["bash", str(SLURM), *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_slurm_from_a_login_node(tmp_path: Path) -> None:
+    out = tmp_path / "shared" / "profiles"
+    (tmp_path / "node1.rc").write_text("3")  # degraded: still a profile
+    (tmp_path / "node2.rc").write_text("2")  # failed: none
+    done = _slurm(tmp_path, ["--nodes", "3", "--exclusive", "-o", str(out), "--", "--budget", "5"])
+    assert done.returncode == 1, done.stderr
+    srun = (tmp_path / "srun-args").read_text().split()
+    for expected in ("--ntasks-per-node=1", "--nodes=3", "--ntasks=3", "--exclusive"):
+        assert expected in srun
+    assert sorted(p.name for p in out.iterdir()) == ["node0.json", "node1.json"]  # no temp files
+    assert json.loads((out / "node1.json").read_text())["host"] == "node1"
+    calls = (tmp_path / "hwadvisor-calls").read_text().splitlines()
+    assert calls == [f"node{i} scan --json - --no-bench --budget 5" for i in range(3)]
+    status = [line for line in done.stdout.splitlines() if line.startswith("hwadvisor-collect:")]
+    assert status[0] == f"hwadvisor-collect: ok node0 {out}/node0.json"
+    assert status[1].startswith(f"hwadvisor-collect: ok node1 {out}/node1.json (exit 3")
+    assert status[2] == "hwadvisor-collect: failed node2: exit 2"
+    assert "2 profile(s) written" in done.stderr and "1 node(s) failed" in done.stderr
+
+
+def test_slurm_inside_a_job_with_benchmarks(tmp_path: Path) -> None:
+    out = tmp_path / "profiles"
+    done = _slurm(
+        tmp_path,
+        ["--out", str(out), "--bench", "--exclusive", "--cpus-per-task", "8"],
+        SLURM_JOB_ID="99",
+        SLURM_JOB_NUM_NODES="2",
+    )
+    assert done.returncode == 0, done.stderr
+    srun = (tmp_path / "srun-args").read_text().split()
+    assert "--nodes=2" in srun and "--cpus-per-task=8" in srun
+    assert "--exclusive" not in srun  # inside a job, only the allocation can be exclusive
+    assert "may share its nodes" in done.stderr  # no scontrol to say it is exclusive
+    assert sorted(p.name for p in out.iterdir()) == ["node0.json", "node1.json"]
+    calls = (tmp_path / "hwadvisor-calls").read_text().splitlines()
+    assert calls == ["node0 scan --json -", "node1 scan --json -"]  # benchmarks: no --no-bench
+
+
+def test_slurm_time_limit(tmp_path: Path) -> None:
+    (tmp_path / "node0.sleep").write_text("30")
+    started = time.monotonic()
+    done = _slurm(tmp_path, ["--nodes", "1", "--out", str(tmp_path / "o"), "--timeout", "1"])
+    assert time.monotonic() - started < 20
+    assert done.returncode == 1
+    assert "hwadvisor-collect: failed node0: did not finish within 1 s" in done.stdout
+    assert list((tmp_path / "o").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--nodes", "2"], {}, "--out DIR is required"),
+        (["--out", "x"], {}, "outside a Slurm job, --nodes N is required"),
+        (["--out", "x", "--nodes", "2", "--timeout", "soon"], {}, "--timeout must be"),
+        (["--out", "x", "--frobnicate"], {}, "unknown option '--frobnicate'"),
+        (["--out"], {}, "--out needs a value"),
+        (["--out", "x"], {"SLURM_JOB_ID": "7"}, "cannot tell how many nodes"),
+    ],
+)
+def test_slurm_usage_errors(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    done = _slurm(tmp_path, args, **env)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "srun-args").exists()
