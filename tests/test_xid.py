@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hwadvisor.isolation import allow_children
 from hwadvisor.model.facts import Source, fact
 from hwadvisor.model.profile import GpuInfo, ProbeStatus
 from hwadvisor.pipeline import ScanOptions, run_scan
@@ -280,6 +281,13 @@ def test_unreadable_log_gives_every_nvidia_gpu_the_reason() -> None:
 # The scan
 
 
+@pytest.fixture(autouse=True)
+def _children_may_start() -> None:
+    """A test of Ctrl-C handling earlier in the run may have left child processes barred
+    (:func:`hwadvisor.isolation.kill_all_children`): these scans need the NVML child."""
+    allow_children()
+
+
 def _kmsg(tmp_path: Path, lines: list[str]) -> Roots:
     dev = tmp_path / "dev"
     dev.mkdir()
@@ -299,6 +307,7 @@ def test_scan_puts_xids_on_the_gpus_with_findings(tmp_path: Path) -> None:
     options.targets["nvml"] = f"{T}:nvml_two_h100"  # bus ids 17:00.0 and 18:00.0
     profile = run_scan(options)
     runs = {r.name: r for r in profile.diagnostics.probes}
+    assert runs["nvml"].status == ProbeStatus.OK, runs["nvml"].message
     assert runs["xid"].status == ProbeStatus.OK
     assert [g.xid_errors_recent.value for g in profile.gpus[:2]] == [[], [31, 79]]
     findings = {f.id: f for f in profile.findings}
