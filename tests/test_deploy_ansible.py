@@ -199,7 +199,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     (tmp / "hostile-name").write_text(HOSTILE.format(marker=tmp / "templated"))
     degraded = _script(
         tmp / "degraded-hwadvisor",
-        f'#!/bin/sh\n"{beta_venv}/bin/hwadvisor" "$@" > "{tmp}/beta-scan.json" || exit $?\n'
+        f'#!/bin/sh\n"{beta_venv}/bin/hwadvisor" "$@" > "{tmp}/beta-scan.json"\n'
+        'rc=$?\n[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"\n'
         f'"{sys.executable}" - "{tmp}/beta-scan.json" "{tmp}/hostile-name" <<EOF\n'
         "import json, sys\n"
         "profile = json.load(open(sys.argv[1]))\n"
@@ -287,8 +288,7 @@ def test_only_the_broken_host_fails_with_a_clear_message(fleet: Fleet) -> None:
 
 
 def test_profiles_are_fetched_flat_and_load(fleet: Fleet) -> None:
-    hostname, machine_id = _expected_identity()
-    assert machine_id is not None and machine_id.startswith("sha256:")
+    hostname, machine_id = _expected_identity()  # machine_id: None without /etc/machine-id
     assert sorted(fleet.first_profiles) == ["alpha", "beta"]  # none for the failed host
     for host in ("alpha", "beta"):
         fetched = fleet.collected / f"{host}.json"
@@ -451,8 +451,13 @@ def test_ansible_local_in_a_play_of_its_own(fleet: Fleet) -> None:
         assert local["machine_id"] == profile.host.machine_id.value
         assert local["hostname"] == profile.host.hostname.value
         assert local["created_utc"] == profile.created_utc
+        raw = seen[host]["ansible_machine_id"]
+        if raw is None:  # a machine (container) without a machine ID
+            assert local["machine_id"] is None
+            continue
         # docs/fleet.md's Jinja expression, run by Ansible on ansible_machine_id, gives the
         # machine_id hwadvisor derived: the two inventories join on it.
         assert seen[host]["docs_machine_id"] == local["machine_id"]
-        assert seen[host]["ansible_machine_id"] not in json.dumps(local)  # never the raw id
+        assert local["machine_id"].startswith("sha256:")
+        assert raw not in json.dumps(local)  # never the raw ID
     assert seen["gamma"]["local"]["error"].startswith("no hwadvisor profile at ")

@@ -117,6 +117,21 @@ def test_docs_cover_collection_roll_up_and_scale() -> None:
         assert any(wanted in h for h in headings), wanted
 
 
+def test_docs_collection_sections_come_before_the_roll_up_marker() -> None:
+    text = DOCS.read_text()
+    assert text.count("<!-- roll-up sections follow -->") == 1
+    collecting, _ = text.split("<!-- roll-up sections follow -->")
+    headings = re.findall(r"^##+ (.+)$", collecting, re.MULTILINE)
+    assert headings == [
+        "Collecting profiles",
+        "Ansible",
+        "`ansible_local.hwadvisor`",
+        "Slurm",
+        "Kubernetes",
+        "How `machine_id` is derived",
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # The Ansible role's files
 
