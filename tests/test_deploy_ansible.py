@@ -31,6 +31,7 @@ import pytest
 
 from hwadvisor.model.load import load_profile
 from hwadvisor.probes.system import probe_host
+from tests.helpers.wheel import build_wheel
 from tests.test_deploy_manifests import docs_machine_id_expression
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,28 +87,6 @@ class Fleet:
     @property
     def collected(self) -> Path:
         return self.tmp / "collected"
-
-
-def _build_wheel(out: Path) -> Path:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(out),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (built,) = out.glob("hwadvisor-*.whl")
-    return built
 
 
 def _script(path: Path, text: str) -> Path:
@@ -184,7 +163,7 @@ def _play(tmp: Path, name: str, args: list[str]) -> Run:
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     _ansible_playbook()
     tmp = tmp_path_factory.mktemp("fleet")
-    wheel = _build_wheel(tmp / "dist")
+    wheel = build_wheel(tmp / "dist")
     wheelhouse = tmp / "wheelhouse"
     wheelhouse.mkdir()
     shutil.copy2(wheel, wheelhouse / wheel.name)

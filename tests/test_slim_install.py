@@ -12,7 +12,6 @@ import email
 import importlib
 import json
 import re
-import subprocess
 import sys
 import zipfile
 from html import unescape
@@ -28,6 +27,7 @@ from hwadvisor.model.load import load_profile
 from hwadvisor.model.profile import Profile
 from hwadvisor.render import html as html_render
 from hwadvisor.render.charts import NEEDS_REPORT_EXTRA
+from tests.helpers.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
@@ -192,24 +192,7 @@ def test_export_prometheus(slim: None, runner: CliRunner, tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_wheel_metadata_keeps_the_report_stack_and_duckdb_in_extras(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = tmp_path.glob("hwadvisor-*.whl")
+    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = email.message_from_bytes(archive.read(name))
