@@ -340,3 +340,18 @@ def test_worker_processes_give_what_one_process_gives(tmp_path: Path) -> None:
                 )
             )
     assert len(results[0]) == 300 and results[0] == results[1]
+
+
+def test_every_column_is_read_with_its_type_from_a_real_scan() -> None:
+    from hwadvisor.fleet.rows import GPU_COLUMNS, HOST_COLUMNS, flatten
+
+    doc = json.loads((FIXTURES / "reports" / "cpu-only.json").read_text())
+    rows = flatten(doc, "scan")
+    assert list(rows.host) and set(rows.host) == {name for name, _ in HOST_COLUMNS}
+    assert rows.host["memory_total_bytes"] == doc["memory"]["total_bytes"]["value"]
+    assert rows.host["cpu_usable_cpus"] == doc["cpu"]["usable_cpus"]["value"]
+    doc["memory"]["total_bytes"]["value"] = "lots"  # a hand-edited profile: wrong type
+    assert flatten(doc, "scan").host["memory_total_bytes"] is None
+    gpu = flatten(fs.template("eight-gpu"), "scan").gpus[0]
+    assert set(gpu) == {name for name, _ in GPU_COLUMNS}
+    assert isinstance(gpu["vram_total_bytes"], int) and gpu["gpu_index"] == 0

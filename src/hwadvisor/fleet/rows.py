@@ -9,6 +9,7 @@ and every string is made visible and bounded as the model would.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -195,6 +196,64 @@ def parse_utc(value: Any) -> datetime | None:
     return when
 
 
+#: Host columns that are one fact of the profile as it is: column → (section, field).
+_HOST_FACTS: dict[str, tuple[str, str]] = {
+    "os": ("platform", "os"),
+    "distribution": ("platform", "distribution"),
+    "kernel": ("platform", "kernel"),
+    "container": ("platform", "container"),
+    "virtualized": ("cpu", "virtualized"),
+    "system_vendor": ("system", "vendor"),
+    "system_product": ("system", "product"),
+    "bios_version": ("system", "bios_version"),
+    "cpu_vendor": ("cpu", "vendor"),
+    "cpu_architecture": ("cpu", "architecture"),
+    "cpu_sockets": ("cpu", "sockets"),
+    "cpu_physical_cores": ("cpu", "physical_cores"),
+    "cpu_logical_cores": ("cpu", "logical_cores"),
+    "cpu_usable_cpus": ("cpu", "usable_cpus"),
+    "memory_total_bytes": ("memory", "total_bytes"),
+    "driver_version": ("nvml", "driver_version"),
+    "cuda_driver_version": ("nvml", "cuda_driver_version"),
+}
+#: GPU columns that are the GPU's fact of the same name.
+_GPU_FACTS: tuple[str, ...] = (
+    "name",
+    "catalog_name",
+    "gpu_class",
+    "uuid",
+    "pci_bus_id",
+    "vram_total_bytes",
+    "architecture",
+    "compute_capability",
+    "power_limit_watts",
+    "pcie_generation",
+    "pcie_generation_max",
+    "pcie_width",
+    "pcie_width_max",
+    "ecc_enabled",
+    "vbios_version",
+    "retired_pages",
+    "remapped_rows_pending",
+    "mig_enabled",
+    "ecc_errors_uncorrected_volatile",
+)
+_HOST_KINDS = dict(HOST_COLUMNS)
+_GPU_KINDS = dict(GPU_COLUMNS)
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "VARCHAR": _text,
+    "INTEGER": _int,
+    "BIGINT": _int,
+    "DOUBLE": _float,
+    "BOOLEAN": _bool,
+}
+
+
+def _typed(column: str, value: Any, kinds: dict[str, str] = _HOST_KINDS) -> Any:
+    """``value`` checked for the SQL type of ``column`` (``None`` when it is not that type)."""
+    return _READERS[kinds[column]](value)
+
+
 # --------------------------------------------------------------------------------------------
 # The rows
 
@@ -206,37 +265,16 @@ def _gpu_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(gpu, dict):
             continue
         xids = _fact(gpu, "xid_errors_recent")
+        index = _int(gpu.get("index"))
         rows.append(
             {
-                "gpu_index": _int(gpu.get("index"))
-                if _int(gpu.get("index")) is not None
-                else position,
-                "name": _text(_fact(gpu, "name")),
-                "catalog_name": _text(_fact(gpu, "catalog_name")),
-                "gpu_class": _text(_fact(gpu, "gpu_class")),
-                "uuid": _text(_fact(gpu, "uuid")),
-                "pci_bus_id": _text(_fact(gpu, "pci_bus_id")),
-                "vram_total_bytes": _int(_fact(gpu, "vram_total_bytes")),
-                "architecture": _text(_fact(gpu, "architecture")),
-                "compute_capability": _text(_fact(gpu, "compute_capability")),
-                "power_limit_watts": _float(_fact(gpu, "power_limit_watts")),
-                "pcie_generation": _int(_fact(gpu, "pcie_generation")),
-                "pcie_generation_max": _int(_fact(gpu, "pcie_generation_max")),
-                "pcie_width": _int(_fact(gpu, "pcie_width")),
-                "pcie_width_max": _int(_fact(gpu, "pcie_width_max")),
-                "ecc_enabled": _bool(_fact(gpu, "ecc_enabled")),
-                "vbios_version": _text(_fact(gpu, "vbios_version")),
-                "ecc_errors_uncorrected_volatile": _int(
-                    _fact(gpu, "ecc_errors_uncorrected_volatile")
-                ),
-                "retired_pages": _int(_fact(gpu, "retired_pages")),
-                "remapped_rows_pending": _bool(_fact(gpu, "remapped_rows_pending")),
+                "gpu_index": position if index is None else index,
+                **{column: _typed(column, _fact(gpu, column), _GPU_KINDS) for column in _GPU_FACTS},
                 "xid_errors_recent": (
                     ";".join(str(x) for x in xids if _int(x) is not None)
                     if isinstance(xids, list)
                     else None
                 ),
-                "mig_enabled": _bool(_fact(gpu, "mig_enabled")),
                 "lost": gpu.get("lost") is True,
             }
         )
@@ -412,22 +450,8 @@ def flatten(doc: dict[str, Any], origin: str) -> Rows:
     bench = doc.get("benchmarks")
     advice = doc.get("advice")
     host = {
-        "os": _text(_fact(doc, "platform", "os")),
-        "distribution": _text(_fact(doc, "platform", "distribution")),
-        "kernel": _text(_fact(doc, "platform", "kernel")),
-        "container": _text(_fact(doc, "platform", "container")),
-        "virtualized": _bool(_fact(doc, "cpu", "virtualized")),
-        "system_vendor": _text(_fact(doc, "system", "vendor")),
-        "system_product": _text(_fact(doc, "system", "product")),
-        "bios_version": _text(_fact(doc, "system", "bios_version")),
-        "cpu_vendor": _text(_fact(doc, "cpu", "vendor")),
+        **{column: _typed(column, _fact(doc, *path)) for column, path in _HOST_FACTS.items()},
         "cpu_model": cpu_model,
-        "cpu_architecture": _text(_fact(doc, "cpu", "architecture")),
-        "cpu_sockets": _int(_fact(doc, "cpu", "sockets")),
-        "cpu_physical_cores": _int(_fact(doc, "cpu", "physical_cores")),
-        "cpu_logical_cores": _int(_fact(doc, "cpu", "logical_cores")),
-        "cpu_usable_cpus": _int(_fact(doc, "cpu", "usable_cpus")),
-        "memory_total_bytes": _int(_fact(doc, "memory", "total_bytes")),
         "gpu_count": len(live),
         "gpu_lost_count": len(gpus) - len(live),
         "gpu_models": _models(gpus),
@@ -436,8 +460,6 @@ def flatten(doc: dict[str, Any], origin: str) -> Rows:
         "gpu_class": max(classes, key=lambda c: _CLASS_ORDER.get(c, 0)) if classes else None,
         "gpu_nvlink": nvlink if len(live) >= 2 else None,
         "nvml_status": _text(_get(doc, "nvml", "status")),
-        "driver_version": _text(_fact(doc, "nvml", "driver_version")),
-        "cuda_driver_version": _text(_fact(doc, "nvml", "cuda_driver_version")),
         "torch_version": _text(_fact(doc, "frameworks", "torch", "version")),
         "torch_build": _text(_fact(doc, "frameworks", "torch", "build")),
         "torch_cuda_runtime_version": _text(
