@@ -323,6 +323,51 @@ def _redact_one(profile: Profile, redactor: _Redactor) -> Profile:
     return Profile.model_validate(redactor.walk(data))
 
 
+#: Row fields that hold one identifying value each, with the token kind :func:`redact_profile`
+#: gives that value: a fleet report's host names match the single-host reports' tokens.
+ROW_FIELDS = {
+    "hostname": "hostname",
+    "hostnames": "hostname",
+    "machine_id": "machine-id",
+    "host_key": "machine-id",
+    "gpu_uuid": "uuid",
+    "serial": "serial",
+    "system_serial": "serial",
+}
+
+
+def redact_rows(node: Any, salt: str, fields: dict[str, str] | None = None) -> Any:
+    """A copy of tabular data (query rows, a roll-up dict) with identifying values replaced.
+
+    A value under a key of ``fields`` (default :data:`ROW_FIELDS`; a list of them too) becomes
+    its token as a whole; every other string gets the free-text passes (UUIDs, MACs, IPs, home
+    folders). Whole values, not a search for every host name in every string: a fleet has
+    thousands, and the rows say where each one is."""
+    wanted = ROW_FIELDS if fields is None else fields
+    redactor = _Redactor(salt, {})
+
+    def whole(kind: str, value: Any) -> Any:
+        if isinstance(value, list):
+            return [whole(kind, v) for v in value]
+        if isinstance(value, str) and value and not _REDACTED_RE.match(value):
+            return redactor.tok(kind, value.lower())
+        return value
+
+    def visit(value: Any, key: str) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: whole(wanted[k], v) if k in wanted else visit(v, k) for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [visit(v, key) for v in value]
+        if isinstance(value, str) and key not in _ENUM_KEYS:
+            ipv4 = not any(part in key.lower() for part in _NO_IPV4_KEY_PARTS)
+            return redactor.text(value, ipv4)
+        return value
+
+    return visit(node, "")
+
+
 # --------------------------------------------------------------------------------------------
 # Salt
 

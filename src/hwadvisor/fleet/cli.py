@@ -44,6 +44,16 @@ Db = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
+RedactOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--redact/--no-redact",
+        help="Show host names, machine ids and UUIDs as stable tokens (the same as in one "
+        "host's redacted report). Default: only the PDF is redacted.",
+    ),
+]
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
 
@@ -370,9 +380,10 @@ def report(
         "reports"
     ),
     stale_days: Annotated[int, typer.Option("--stale-days", min=1)] = 30,
+    redact: RedactOpt = None,
 ) -> None:
     """The fleet on page one (GPU models, capability by scenario, findings, outliers), then a
-    row per host."""
+    row per host. The PDF shows host names as stable tokens unless --no-redact."""
     from hwadvisor.fleet.queries import summary as roll_up
     from hwadvisor.fleet.report import write_fleet_report
     from hwadvisor.render.report import parse_formats
@@ -381,7 +392,7 @@ def report(
     fleet, _ = _open(sources, db)
     with fleet:
         data = roll_up(fleet, _now(), stale_days)
-        written = write_fleet_report(fleet, data, formats, out_dir)
+        written = write_fleet_report(fleet, data, formats, out_dir, redact=redact)
     for path in written.files:
         typer.echo(f"wrote {path}")
     for warning in written.warnings:

@@ -63,8 +63,15 @@ def _hosts(fleet: Fleet, limit: int | None) -> list[dict[str, Any]]:
 
 
 def render_fleet_html(
-    fleet: Fleet, data: dict[str, Any], *, host_limit: int | None = None, paper: str = "A4"
+    fleet: Fleet,
+    data: dict[str, Any],
+    *,
+    host_limit: int | None = None,
+    paper: str = "A4",
+    salt: str | None = None,
 ) -> str:
+    """The fleet page; with ``salt``, host names, machine ids and UUIDs are replaced by the
+    same tokens the single-host reports use (see :mod:`hwadvisor.redact`)."""
     from hwadvisor.render.html import environment, render_template
 
     charts = [
@@ -80,6 +87,10 @@ def render_fleet_html(
         _bar_chart("Findings", [(f"{f['title']}", f["hosts"]) for f in data["findings"]], "hosts"),
     ]
     hosts = _hosts(fleet, host_limit)
+    if salt is not None:
+        from hwadvisor.redact import redact_rows
+
+        data, hosts = redact_rows(data, salt), redact_rows(hosts, salt)
     outlier_keys = {o["host_key"] for o in data["outliers"]}
     stale_keys = {s["host_key"] for s in data["stale"]}
     context = {
@@ -87,6 +98,7 @@ def render_fleet_html(
         "charts": charts,
         "hosts": hosts,
         "hosts_cut": data["hosts"] - len(hosts),
+        "redacted": salt is not None,
         "outlier_keys": outlier_keys,
         "stale_keys": stale_keys,
         "scenario_titles": SCENARIO_TITLES,
@@ -98,25 +110,43 @@ def render_fleet_html(
 
 
 def write_fleet_report(
-    fleet: Fleet, data: dict[str, Any], formats: list[str], folder: Path, stem: str = "fleet"
+    fleet: Fleet,
+    data: dict[str, Any],
+    formats: list[str],
+    folder: Path,
+    stem: str = "fleet",
+    redact: bool | None = None,
 ) -> Written:
-    """Write ``folder/fleet.html`` and ``.pdf`` (never over an existing file: ``fleet-2`` ...)."""
+    """Write ``folder/fleet.html`` and ``.pdf`` (never over an existing file: ``fleet-2`` ...).
+
+    As for one host's report: the PDF, the file that leaves the building, is redacted unless
+    ``redact`` is false; ``redact=True`` redacts the HTML too."""
     from hwadvisor.errors import OutputError
+    from hwadvisor.redact import resolve_salt
     from hwadvisor.render.jsonio import write_new_file
     from hwadvisor.render.report import _free_stem
 
     done = Written()
+    redact_html, redact_pdf = bool(redact), redact is not False and "pdf" in formats
+    salt: str | None = None
+    if redact_html or redact_pdf:
+        salt, why = resolve_salt()
+        if why:
+            done.warnings.append(why)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{folder}: cannot be created: {exc.strerror or exc}") from exc
     stem = _free_stem(folder, stem, formats)
     if "html" in formats:
-        done.files.append(write_new_file(folder / f"{stem}.html", render_fleet_html(fleet, data)))
+        html = render_fleet_html(fleet, data, salt=salt if redact_html else None)
+        done.files.append(write_new_file(folder / f"{stem}.html", html))
     if "pdf" in formats:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
-        html = render_fleet_html(fleet, data, host_limit=PDF_HOST_ROWS)
+        html = render_fleet_html(
+            fleet, data, host_limit=PDF_HOST_ROWS, salt=salt if redact_pdf else None
+        )
         try:
             pdf = render_pdf(html)
         except PdfUnavailable as exc:
