@@ -377,3 +377,51 @@ def test_console_render_no_changes() -> None:
     out = io.StringIO()
     render_diff(diff_profiles(p, p, a_label="a", b_label="a"), Console(file=out, width=120))
     assert "No hardware or software fact changed." in out.getvalue()
+
+
+def test_firmware_network_and_gpu_health_changes_are_shown_and_never_probed_facts_are_not() -> None:
+    from hwadvisor.model.profile import NetInterface, RdmaPort
+
+    a, b = _gpu_profile(), _gpu_profile()
+    for p, bios, vbios, rate, remapped in (
+        (a, "2.1.4", "96.00.5E.00.01", 400.0, 0),
+        (b, "2.3.0", "96.00.89.00.01", 200.0, 2),
+    ):
+        p.system.vendor = fact("Dell Inc.", Source.SYSFS)
+        p.system.bios_version = fact(bios, Source.SYSFS)
+        p.gpus[0].vbios_version = fact(vbios, Source.NVML)
+        p.gpus[0].remapped_rows_uncorrectable = fact(remapped, Source.NVML)
+        p.network.reason = None
+        p.network.rdma = [
+            RdmaPort(
+                device="mlx5_0",
+                port=1,
+                link_layer=fact("InfiniBand", Source.SYSFS),
+                rate_gbps=fact(rate, Source.SYSFS),
+                state=fact("active", Source.SYSFS),
+            )
+        ]
+        p.network.interfaces = [
+            NetInterface(
+                name="eth0",
+                kind="ethernet",
+                state=fact("up", Source.SYSFS),
+                speed_mbps=fact(25000, Source.SYSFS),
+            )
+        ]
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    got = {(c.section, c.field): (c.before, c.after) for c in d.changes}
+    assert got[("system", "bios_version")] == ("2.1.4", "2.3.0")
+    assert got[("GPU 0", "vbios_version")] == ("96.00.5E.00.01", "96.00.89.00.01")
+    assert got[("GPU 0", "remapped_rows_uncorrectable")] == ("0", "2")
+    assert got[("network", "rdma_ports")] == (
+        "mlx5_0/1 InfiniBand 400 Gb/s active",
+        "mlx5_0/1 InfiniBand 200 Gb/s active",
+    )
+    assert ("system", "vendor") not in got and ("network", "links") not in got
+
+    old = _gpu_profile()  # a profile from before these facts existed: nothing probed
+    d = diff_profiles(old, b, a_label="old", b_label="b")
+    sections = {c.section for c in d.changes}
+    assert "system" not in sections and "network" not in sections
+    assert not any(c.field == "vbios_version" for c in d.changes)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.model.bench import BenchStatus, Measurement
-from hwadvisor.model.facts import Fact, StrictModel
+from hwadvisor.model.facts import Fact, StrictModel, unknown
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.units import human_bytes
 
@@ -99,10 +99,21 @@ def _fmt(value: Any, field: str) -> str:
     return str(value)
 
 
-def _fact_changes(section: str, fields: Iterable[tuple[str, Any, Any]]) -> list[FieldChange]:
-    """Compare (name, a, b) where a and b are facts or plain values; values only, not sources."""
+def _not_probed(value: Any) -> bool:
+    return isinstance(value, Fact) and value.value is None and value.reason == "not probed"
+
+
+def _fact_changes(
+    section: str, fields: Iterable[tuple[str, Any, Any]], *, newer_facts: bool = False
+) -> list[FieldChange]:
+    """Compare (name, a, b) where a and b are facts or plain values; values only, not sources.
+
+    With ``newer_facts``, a fact one side never probed (a profile from a version before the
+    fact existed) is no change: the machine did not change, the tool did."""
     out: list[FieldChange] = []
     for name, before, after in fields:
+        if newer_facts and (_not_probed(before) or _not_probed(after)):
+            continue
         va = before.value if isinstance(before, Fact) else before
         vb = after.value if isinstance(after, Fact) else after
         if isinstance(va, list) and isinstance(vb, list):
@@ -169,6 +180,17 @@ _GPU_FIELDS = (
     "ecc_enabled",
     "mig_enabled",
 )
+#: Facts new in schema 6: a profile written before them has them "not probed".
+_GPU_HEALTH_FIELDS = (
+    "vbios_version",
+    "ecc_errors_uncorrected_volatile",
+    "retired_pages",
+    "remapped_rows_uncorrectable",
+    "remapped_rows_pending",
+    "remapped_rows_failed",
+    "xid_errors_recent",
+)
+_SYSTEM_FIELDS = ("vendor", "product", "bios_vendor", "bios_version", "bios_date")
 _TORCH_FIELDS = (
     "version",
     "build",
@@ -178,6 +200,37 @@ _TORCH_FIELDS = (
     "cuda_available",
     "mps_available",
 )
+
+
+def _probed_network(p: Profile) -> bool:
+    return p.network.reason != "not probed"
+
+
+def _rdma_ports(p: Profile) -> Any:
+    """The RDMA ports as ``mlx5_0/1 InfiniBand 400 Gb/s active``: a port down or slower after a
+    cable or switch change is what a multi-node run notices."""
+    if not _probed_network(p):
+        return unknown("not probed")
+    out = []
+    for port in p.network.rdma:
+        rate = port.rate_gbps.value
+        parts = [f"{port.device}/{port.port}", port.link_layer.value or "?"]
+        parts += [f"{rate:g} Gb/s" if rate is not None else "? Gb/s", port.state.value or "?"]
+        out.append(" ".join(parts))
+    return sorted(out)
+
+
+def _links(p: Profile) -> Any:
+    """The physical interfaces that are up, with their speed (``eth0 25000 Mb/s``)."""
+    if not _probed_network(p):
+        return unknown("not probed")
+    out = []
+    for interface in p.network.interfaces:
+        if interface.state.value != "up":
+            continue
+        speed = interface.speed_mbps.value
+        out.append(f"{interface.name} {speed} Mb/s" if speed else interface.name)
+    return sorted(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,6 +299,7 @@ def _gpu_changes(a: list[GpuInfo], b: list[GpuInfo]) -> list[FieldChange]:
             section, [("vendor", ga.vendor, gb.vendor), ("backend", ga.backend, gb.backend)]
         )
         out += _fact_changes(section, _pairs(ga, gb, _GPU_FIELDS))
+        out += _fact_changes(section, _pairs(ga, gb, _GPU_HEALTH_FIELDS), newer_facts=True)
     for g in sorted(removed, key=lambda g: g.index):
         out.append(
             FieldChange(section=f"GPU {g.index}", field="gpu", before=_gpu_label(g), after=None)
@@ -439,6 +493,12 @@ def diff_profiles(a: Profile, b: Profile, *, a_label: str, b_label: str) -> Prof
     changes += _fact_changes("cpu", _pairs(a.cpu, b.cpu, _CPU_FIELDS))
     changes += _fact_changes("memory", _pairs(a.memory, b.memory, _MEMORY_FIELDS))
     changes += _fact_changes("platform", _pairs(a.platform, b.platform, _PLATFORM_FIELDS))
+    changes += _fact_changes("system", _pairs(a.system, b.system, _SYSTEM_FIELDS), newer_facts=True)
+    changes += _fact_changes(
+        "network",
+        [("rdma_ports", _rdma_ports(a), _rdma_ports(b)), ("links", _links(a), _links(b))],
+        newer_facts=True,
+    )
     changes += _fact_changes("nvml", [("status", a.nvml.status.value, b.nvml.status.value)])
     changes += _fact_changes("nvml", _pairs(a.nvml, b.nvml, _NVML_FIELDS))
     changes += _gpu_changes(a.gpus, b.gpus)
