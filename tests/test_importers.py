@@ -338,11 +338,33 @@ def test_random_text_is_not_recognised() -> None:
     assert "lscpu output" in message and "\n" not in message
 
 
-def test_truncated_xml_is_one_line_error() -> None:
+@pytest.mark.parametrize(
+    "where",
+    [
+        "<fb_memory_usage",  # inside a tag's name
+        "<clocks>",  # right after a whole tag
+        "</temperature>",  # inside a closing tag
+        "half",
+    ],
+)
+def test_truncated_xml_keeps_what_was_read_up_to_the_cut(where: str) -> None:
+    """A cut anywhere, mid-tag included: the GPU and driver read so far, flagged as cut."""
     text = (FIXTURES / "nvidia-smi" / "telegraf-geforce-rtx-3080.xml").read_text(encoding="utf-8")
+    end = len(text) // 2 if where == "half" else text.index(where) + (len(where) // 2)
+    profile = import_text(text[:end], "cut.xml")
+    assert [g.name.value for g in profile.gpus] == ["NVIDIA GeForce RTX 3080"]
+    assert profile.nvml.driver_version.value == "595.58.03"
+    assert profile.imported is not None
+    said = profile.imported.files[0].truncated or ""
+    assert "stops before its end" in said or "ends before its memory usage" in said
+
+
+def test_xml_malformed_before_its_end_is_one_line_error() -> None:
+    text = (FIXTURES / "nvidia-smi" / "telegraf-geforce-rtx-3080.xml").read_text(encoding="utf-8")
+    broken = text.replace("</product_name>", "</product_nam>", 1)
     with pytest.raises(InputError, match="unreadable nvidia-smi -q -x XML") as err:
-        import_text(text[: len(text) // 2], "cut.xml")
-    assert "\n" not in str(err.value)
+        import_text(broken, "broken.xml")
+    assert "\n" not in str(err.value) and "mismatched tag" in str(err.value)
 
 
 def test_truncated_table_keeps_what_parses() -> None:

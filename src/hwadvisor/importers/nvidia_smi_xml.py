@@ -95,6 +95,16 @@ def normalize_bus_id(bus_id: str) -> str | None:
 
 
 def _parse(text: str) -> ET.Element:
+    root, cut = _parse_up_to_cut(text)
+    if cut is not None:
+        raise NvidiaSmiXmlError(f"not well-formed nvidia-smi XML: {cut}")
+    return root
+
+
+def _parse_up_to_cut(text: str) -> tuple[ET.Element, str | None]:
+    """The ``<nvidia_smi_log>`` tree and, when the text stops before the document ends (a
+    paste cut short, a capture of a killed nvidia-smi), what was read up to the cut and why it
+    is incomplete. Malformed XML before the end is still an error."""
     if not isinstance(text, str):
         raise NvidiaSmiXmlError(f"expected the XML as text, got {type(text).__name__}")
     if _INTERNAL_SUBSET.search(text) or _ENTITY.search(text):
@@ -105,16 +115,34 @@ def _parse(text: str) -> ET.Element:
     # Captured output often carries a BOM or a leading newline, which puts the XML
     # declaration off the start and makes expat fail.
     body = text.lstrip("\ufeff \t\r\n")
+    parser: Any = ET.XMLPullParser(events=("start",))  # typeshed's events: one-item tuples
+    first: ET.Element | None = None
+    cut: str | None = None
     try:
-        root = ET.fromstring(body)
+        parser.feed(body)
+        for _, element in parser.read_events():
+            if first is None and isinstance(element, ET.Element):
+                first = element
     except ET.ParseError as err:
         raise NvidiaSmiXmlError(f"not well-formed nvidia-smi XML: {_one_line(str(err))}") from err
+    try:
+        parser.close()
+    except ET.ParseError as err:
+        # Everything fed was well formed and the document is open: the text was cut off.
+        if first is None:
+            raise NvidiaSmiXmlError(
+                f"not well-formed nvidia-smi XML: {_one_line(str(err))}"
+            ) from err
+        cut = f"the XML stops before its end ({_one_line(str(err))})"
+    root = first
+    if root is None:
+        raise NvidiaSmiXmlError("not well-formed nvidia-smi XML: no element found")
     if root.tag != "nvidia_smi_log":
         raise NvidiaSmiXmlError(
             f"not nvidia-smi -q -x output: root element is <{_one_line(root.tag)}>, "
             "expected <nvidia_smi_log>"
         )
-    return root
+    return root, cut
 
 
 def _one_line(text: str) -> str:
@@ -400,7 +428,7 @@ def _truncated(root: ET.Element, gpus: list[GpuInfo]) -> str | None:
     return None
 
 
-def imported_from_root(root: ET.Element) -> Imported:
+def imported_from_root(root: ET.Element, cut: str | None = None) -> Imported:
     """What an ``<nvidia_smi_log>`` tree says: driver, GPUs, the report's time, and whether the
     report was cut off (fewer GPUs than attached, the last one without its memory section)."""
     nvml, gpus = gpus_from_root(root)
@@ -408,12 +436,12 @@ def imported_from_root(root: ET.Element) -> Imported:
     return Imported(
         empty_profile(nvml=nvml, gpus=gpus),
         when_utc=timestamp_utc(root.findtext("timestamp") or ""),
-        truncated=too_many or _truncated(root, gpus),
+        truncated=too_many or _truncated(root, gpus) or cut,
     )
 
 
 def _import(sample: Sample) -> Imported:
-    return imported_from_root(_parse(_xml_part(sample.text)))
+    return imported_from_root(*_parse_up_to_cut(_xml_part(sample.text)))
 
 
 FORMAT = Format(
