@@ -355,3 +355,80 @@ def test_every_column_is_read_with_its_type_from_a_real_scan() -> None:
     gpu = flatten(fs.template("eight-gpu"), "scan").gpus[0]
     assert set(gpu) == {name for name, _ in GPU_COLUMNS}
     assert isinstance(gpu["vram_total_bytes"], int) and gpu["gpu_index"] == 0
+
+
+def test_a_profile_without_catalog_names_counts_its_gpus_under_the_catalog_name(
+    tmp_path: Path,
+) -> None:
+    new, old = (json.loads(json.dumps(d)) for d in _hosts(2, gpu_model=fs.GPU_MODELS[5]))
+    for gpu in old["gpus"]:
+        gpu.pop("catalog_name", None)  # written before the catalog named cards
+    unknown = json.loads(json.dumps(_hosts(1, seed=2)[0]))
+    unknown["host"]["machine_id"]["value"] = "sha256:feedfeedfeedfeed"
+    unknown["host"]["hostname"]["value"] = "odd-one"
+    for gpu in unknown["gpus"]:
+        gpu.pop("catalog_name", None)
+        gpu["name"]["value"] = "Frobnitz Accelerator 9"
+    folder = tmp_path / "p"
+    _write(folder, [new, old, unknown])
+    with open_fleet(None, create=True) as fleet:
+        ingest(fleet, [folder], now=NOW)
+        data = summary(fleet, NOW)
+    counts = dict((k, n) for k, n in data["by_gpu_model"])
+    assert counts["GeForce RTX 4090"] == 2 * len(new["gpus"])
+    assert "NVIDIA GeForce RTX 4090" not in counts
+    assert counts["Frobnitz Accelerator 9"] == len(unknown["gpus"])  # the raw name, kept
+
+
+def test_the_fleet_pdf_is_redacted_by_default_and_the_html_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.fleet.report import render_fleet_html, write_fleet_report
+    from hwadvisor.redact import token
+
+    monkeypatch.setenv("HWADVISOR_REDACT_SALT", "pepper")
+    docs = _hosts(6, gpu_model=fs.GPU_MODELS[0])
+    fs.slow_down(docs[3], "cuda:0", 0.7)
+    docs[4]["host"]["hostname"]["value"] = "gpu7.lab.example.org"
+    folder = tmp_path / "p"
+    _write(folder, docs)
+    seen: dict[str, str] = {}
+
+    def keep(html: str) -> bytes:
+        seen["pdf"] = html
+        return b"%PDF-1.7 stand-in"
+
+    monkeypatch.setattr("hwadvisor.render.pdf.render_pdf", keep)
+    with open_fleet(None, create=True) as fleet:
+        ingest(fleet, [folder], now=NOW)
+        data = summary(fleet, NOW)
+        assert [o["hostname"] for o in data["outliers"]] == ["node-00003"]
+        write_fleet_report(fleet, data, ["html", "pdf"], tmp_path / "out")
+        redacted_html = render_fleet_html(fleet, data, salt="pepper")
+    html = (tmp_path / "out" / "fleet.html").read_text()
+    assert "node-00003" in html and "gpu7.lab.example.org" in html
+    pdf = seen["pdf"]
+    for name in ("node-00003", "gpu7.lab.example.org", docs[0]["host"]["machine_id"]["value"]):
+        assert name not in pdf and name not in redacted_html
+    # The same token one host's redacted report gives the same name.
+    assert token("pepper", "hostname", "gpu7.lab.example.org") in pdf
+    assert token("pepper", "hostname", "node-00003") in pdf  # the outlier, still findable
+    assert "A100 40GB" in pdf  # models are not identifying
+    assert "stable tokens" in pdf and "stable tokens" not in html
+
+
+def test_fleet_report_no_redact_keeps_names_in_the_pdf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, str] = {}
+
+    def keep(html: str) -> bytes:
+        seen["pdf"] = html
+        return b"%PDF-1.7 stand-in"
+
+    monkeypatch.setattr("hwadvisor.render.pdf.render_pdf", keep)
+    folder = tmp_path / "p"
+    _write(folder, _hosts(2))
+    args = ["fleet", "report", str(folder), "--format", "pdf", "--out", str(tmp_path / "o")]
+    assert main([*args, "--no-redact"]) == 0
+    assert "node-00001" in seen["pdf"]

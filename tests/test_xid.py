@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from hwadvisor.isolation import allow_children
 from hwadvisor.model.facts import Source, fact
 from hwadvisor.model.profile import GpuInfo, ProbeStatus
 from hwadvisor.pipeline import ScanOptions, run_scan
@@ -279,13 +278,6 @@ def test_unreadable_log_gives_every_nvidia_gpu_the_reason() -> None:
 
 # --------------------------------------------------------------------------------------------
 # The scan
-
-
-@pytest.fixture(autouse=True)
-def _children_may_start() -> None:
-    """A test of Ctrl-C handling earlier in the run may have left child processes barred
-    (:func:`hwadvisor.isolation.kill_all_children`): these scans need the NVML child."""
-    allow_children()
 
 
 def _kmsg(tmp_path: Path, lines: list[str]) -> Roots:
