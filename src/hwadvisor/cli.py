@@ -64,9 +64,9 @@ def _root(
 
 
 def _stderr() -> Console:
-    from rich.console import Console
+    from hwadvisor.render.terminal import console
 
-    return Console(stderr=True, highlight=False)
+    return console(stderr=True, soft_wrap=True)
 
 
 def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent], None]]:
@@ -227,13 +227,12 @@ class _Output:
 def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None) -> None:
     """Write the profile (stdout, or JSON/HTML/PDF files) and print the summary; exit 3 when a
     probe or a benchmark case failed, or a requested PDF could not be made."""
-    from rich.console import Console
-
     from hwadvisor.errors import OutputError
     from hwadvisor.pipeline import is_degraded
     from hwadvisor.redact import default_salt, redact_profile, salt_warning
     from hwadvisor.render.jsonio import to_json, write_new_file
     from hwadvisor.render.report import write_reports
+    from hwadvisor.render.terminal import console as terminal_console
 
     degraded = is_degraded(profile)
     if how.redact and how.json_out is not None and (why := salt_warning()):
@@ -256,7 +255,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
         if not how.quiet:
             from hwadvisor.render.console import render_summary
 
-            render_summary(profile, Console(highlight=False))
+            render_summary(profile, terminal_console())
         err.print(f"Profile written to [bold]{_escape(str(target))}[/bold]")
     else:
         folder, name = how.out, stem or _file_stem(profile)
@@ -273,7 +272,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
         if not how.quiet:
             from hwadvisor.render.console import render_summary
 
-            render_summary(profile, Console(highlight=False))
+            render_summary(profile, terminal_console())
         for path in written.files:
             what = "Profile" if path.suffix == ".json" else "Report"
             err.print(f"{what} written to [bold]{_escape(str(path))}[/bold]")
@@ -556,11 +555,10 @@ def advise(
         written = write_new_file(Path(json_out), to_json(result))
         _stderr().print(f"Advice written to [bold]{_escape(str(written))}[/bold]")
     else:
-        from rich.console import Console
-
         from hwadvisor.render.console import render_advice
+        from hwadvisor.render.terminal import console as terminal_console
 
-        render_advice(result, Console(highlight=False))
+        render_advice(result, terminal_console())
 
 
 @app.command(name="import")
@@ -680,13 +678,12 @@ def diff(
 ) -> None:
     """Compare two scans: what changed in hardware and stack, each benchmark's ratio, and
     whether the scenario verdict changed."""
-    from rich.console import Console
-
     from hwadvisor.diff import diff_profiles
     from hwadvisor.model.load import load_profile
     from hwadvisor.redact import default_salt, redact_label, redact_profiles, salt_warning
     from hwadvisor.render.diff_console import render_diff
     from hwadvisor.render.jsonio import to_json, write_new_file
+    from hwadvisor.render.terminal import console as terminal_console
 
     a, b = load_profile(before), load_profile(after)
 
@@ -713,7 +710,7 @@ def diff(
     else:
         if json_out is not None:
             write_new_file(Path(json_out), to_json(result))
-        render_diff(result, Console(highlight=False))
+        render_diff(result, terminal_console())
     if html is not None or pdf is not None:
         from hwadvisor.diff import render_diff_html
         from hwadvisor.render.html import environment
@@ -735,30 +732,23 @@ def diff(
 @app.command()
 def workloads() -> None:
     """List the workload presets with their assumptions."""
-    from rich.console import Console
     from rich.table import Table
 
+    from hwadvisor.render.terminal import console as terminal_console
     from hwadvisor.workloads import load_workloads
 
     table = Table("name", "kind", "what", "precision", box=None)
     for w in load_workloads():
         table.add_row(w.name, w.kind, w.description, w.precision)
-    Console(highlight=False).print(table)
+    terminal_console().print(table)
 
 
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of the profile that `scan` writes."""
-    from hwadvisor.model.profile import SCHEMA_VERSION, Profile
+    from hwadvisor.model.jsonschema import profile_schema
 
-    doc = Profile.model_json_schema()
-    doc = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "hwadvisor profile",
-        "description": f"hwadvisor profile, schema_version {SCHEMA_VERSION}",
-        **{k: v for k, v in doc.items() if k not in ("title", "description")},
-    }
-    typer.echo(json.dumps(doc, indent=2))
+    typer.echo(json.dumps(profile_schema(), indent=2))
 
 
 def _register_groups() -> None:

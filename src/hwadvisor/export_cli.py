@@ -51,7 +51,6 @@ def prometheus(
 ) -> None:
     """Profiles as Prometheus metrics for node_exporter's textfile collector: facts as info
     metrics, measured figures, findings (text format 0.0.4)."""
-    from rich.console import Console
     from rich.markup import escape
 
     from hwadvisor.exitcodes import ExitStatus
@@ -62,8 +61,9 @@ def prometheus(
         render_prometheus,
         replace_file,
     )
+    from hwadvisor.render.terminal import console as terminal_console
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = terminal_console(stderr=True, soft_wrap=True)
     # Every input is read before anything is written: one bad file fails the whole command.
     loaded = [load_profile(path) for path in profiles]
     warning = None

@@ -15,6 +15,34 @@ def human_bytes(n: float) -> str:
     return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
 
 
+def format_rate(value: float | None, unit: str) -> str:
+    """A figure with its unit, scaled for reading (12345 GFLOP/s → "12.3 TFLOP/s")."""
+    if value is None:
+        return "—"
+    if unit == "GFLOP/s" and value >= 1000:
+        return f"{value / 1000:,.1f} TFLOP/s"
+    if unit == "GB/s" and value >= 1000:
+        return f"{value / 1000:,.2f} TB/s"
+    if value >= 100:
+        return f"{value:,.0f} {unit}"
+    return f"{value:,.3g} {unit}"
+
+
+def human_duration(seconds: float | None) -> str:
+    """3600 → "1.0 h"; days past 48 hours, years past two years."""
+    if seconds is None:
+        return "—"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    hours = seconds / 3600
+    if hours < 48:
+        return f"{hours:.1f} h"
+    days = hours / 24
+    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.1f} years"
+
+
 _PLANS = (
     (re.compile(r"^fits as given"), ""),
     (

@@ -67,9 +67,9 @@ def _open(sources: list[Path] | None, db: Path | None) -> tuple[Fleet, IngestRes
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from hwadvisor.render.terminal import console
 
-    return Console(highlight=False, soft_wrap=False)
+    return console()
 
 
 def escape_text(text: str) -> str:
@@ -277,7 +277,7 @@ def advise(
     from hwadvisor.advise import load_rules
     from hwadvisor.errors import UsageError
     from hwadvisor.fleet.advise import rank
-    from hwadvisor.render.console import human_duration
+    from hwadvisor.units import human_duration
     from hwadvisor.workloads import WorkloadError, get_workload
 
     try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
-from hwadvisor.render.console import human_duration
+from hwadvisor.units import human_duration
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure

@@ -19,7 +19,7 @@ from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
 from hwadvisor.render.summaries import network_line, system_line
-from hwadvisor.units import human_bytes, short_plan
+from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -273,19 +273,6 @@ def _findings(findings: list[Finding], torch_known: bool = True) -> RenderableTy
     return table
 
 
-def format_rate(value: float | None, unit: str) -> str:
-    """A figure with its unit, scaled for reading (12345 GFLOP/s → "12.3 TFLOP/s")."""
-    if value is None:
-        return "—"
-    if unit == "GFLOP/s" and value >= 1000:
-        return f"{value / 1000:,.1f} TFLOP/s"
-    if unit == "GB/s" and value >= 1000:
-        return f"{value / 1000:,.2f} TB/s"
-    if value >= 100:
-        return f"{value:,.0f} {unit}"
-    return f"{value:,.3g} {unit}"
-
-
 def _bench_row(m: Measurement, notes: list[str]) -> list[RenderableType]:
     """One measurement; its message or efficiency note becomes a numbered note under the table."""
     what = Text(" ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x))
@@ -364,21 +351,6 @@ def _diagnostics(p: Profile) -> RenderableType | None:
     for run in bad:
         table.add_row(run.name, run.status.value, f"{run.seconds:.1f}", Text(run.message or ""))
     return table
-
-
-def human_duration(seconds: float | None) -> str:
-    """3600 → "1.0 h"; days past 48 hours, years past two years."""
-    if seconds is None:
-        return "—"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    hours = seconds / 3600
-    if hours < 48:
-        return f"{hours:.1f} h"
-    days = hours / 24
-    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.1f} years"
 
 
 def render_advice(advice: Advice, console: Console) -> None:

@@ -22,9 +22,8 @@ from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.charts import all_charts
-from hwadvisor.render.console import format_rate, human_duration
 from hwadvisor.render.summaries import gpu_health, network_line, system_line
-from hwadvisor.units import human_bytes, short_plan
+from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
 
 PAPERS = ("A4", "Letter")
 PACKAGE_TEMPLATES = "hwadvisor.templates"
