@@ -210,3 +210,71 @@ def test_schema_is_json_schema_of_the_profile(capsys: pytest.CaptureFixture[str]
     assert doc["$schema"].endswith("2020-12/schema")
     assert {"schema_version", "cpu", "gpus", "frameworks", "findings"} <= set(doc["properties"])
     assert "Fact_int_" in doc["$defs"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-f", "json"],
+        ["-f", "json,html"],
+        ["--json", "{tmp}/mine.json"],
+        ["--json", "{tmp}/mine.json", "--redact"],
+    ],
+)
+def test_quiet_scan_prints_nothing(
+    fake_scan: list[Profile],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    monkeypatch.setenv("HWADVISOR_REDACT_SALT", "a-salt-of-the-site")
+    argv = [a.format(tmp=tmp_path) for a in args]
+    for quiet in ("--quiet", "-q"):
+        assert main(["scan", quiet, "--out", str(tmp_path / "out"), *argv]) == ExitStatus.OK
+        assert capsys.readouterr() == ("", "")
+        if "--json" in argv:
+            assert (tmp_path / "mine.json").is_file()
+            (tmp_path / "mine.json").unlink()
+    assert (tmp_path / "out").is_dir() or "--json" in argv
+
+
+def test_quiet_degraded_scan_says_only_why(
+    fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_scan.append(_profile(degraded=True))
+    assert main(["scan", "-q", "--out", str(tmp_path), "-f", "json"]) == ExitStatus.DEGRADED
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "Some probes failed or timed out; the profile says which (diagnostics.probes)."
+    ]
+    assert "written" not in err
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_quiet_errors_are_still_reported(
+    fake_scan: list[Profile], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "mine.json"
+    target.write_text("{}")
+    assert main(["scan", "-q", "--json", str(target)]) == ExitStatus.IO_ERROR
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("hwadvisor: error: ") and err.count("\n") == 1
+
+
+def test_quiet_import_and_report_print_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "box.json"
+    source.write_text(_profile().model_dump_json())
+    out = tmp_path / "out"
+    assert main(["import", "-q", str(source), "--out", str(out)]) == ExitStatus.OK
+    assert capsys.readouterr() == ("", "")
+    (profile,) = out.iterdir()
+    assert main(["report", "--quiet", str(profile), "-f", "html"]) == ExitStatus.OK
+    assert capsys.readouterr() == ("", "")
+    assert profile.with_suffix(".html").is_file()
+    # Without --quiet the same commands say what they wrote.
+    assert main(["report", str(profile), "-f", "html", "--out", str(tmp_path / "again")]) == 0
+    assert "Report written to" in capsys.readouterr().err

@@ -432,3 +432,20 @@ def test_fleet_report_no_redact_keeps_names_in_the_pdf(
     args = ["fleet", "report", str(folder), "--format", "pdf", "--out", str(tmp_path / "o")]
     assert main([*args, "--no-redact"]) == 0
     assert "node-00001" in seen["pdf"]
+
+
+def test_fleet_report_without_a_pdf_is_degraded_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from hwadvisor.render.pdf import PdfUnavailable
+
+    def no_pdf(html: str) -> bytes:
+        raise PdfUnavailable("WeasyPrint is not installed")
+
+    monkeypatch.setattr("hwadvisor.render.pdf.render_pdf", no_pdf)
+    folder = tmp_path / "p"
+    _write(folder, _hosts(2))
+    out = tmp_path / "o"
+    assert main(["fleet", "report", str(folder), "--out", str(out)]) == 3
+    assert (out / "fleet.html").exists() and not (out / "fleet.pdf").exists()
+    assert "no PDF: WeasyPrint is not installed" in capsys.readouterr().err

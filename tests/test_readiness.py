@@ -599,7 +599,9 @@ def test_all_cpus_usable() -> None:
 def test_no_gpu_at_all() -> None:
     finding = by_id(make(torch=torch_cpu(), platform=platform()))["no-gpu"]
     assert sev(finding) is Severity.INFO
-    assert "scenario 1" in finding.title
+    assert finding.title == "No GPU: fine for classical ML and small models"
+    assert "scenario" not in finding.title.lower()  # plain words, not the engine's numbering
+    assert "advise --workload" in finding.fix  # the way to find out, not "see the advice"
 
 
 @pytest.mark.parametrize(
@@ -669,6 +671,7 @@ def test_findings_are_well_formed() -> None:
         make(torch=torch_rocm(arch="gfx1201"), gpus=[amd(arch="gfx1201")]),
         make(nvml=nvml_failed(NvmlStatus.DRIVER_NOT_LOADED), platform=with_dev_nodes()),
         make(torch=torch_cpu(), platform=platform()),
+        make(**_cuda_build_no_gpu()),
     ]
     for profile in profiles:
         for finding in assess(profile):
@@ -707,3 +710,77 @@ def test_any_single_unknown_fact_never_crashes() -> None:
     for path in paths:
         for finding in assess(_blank(profile, path)):
             assert isinstance(finding, Finding)
+
+
+# --------------------------------------------------------------------------------------------
+# A CUDA build of torch where there is no NVIDIA GPU: GBs of unused CUDA libraries
+
+
+def _cuda_build_no_gpu(**extra: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "torch": torch_cuda("12.8", count=0),
+        "nvml": nvml_failed(NvmlStatus.LIBRARY_NOT_FOUND, "libnvidia-ml.so.1 not found"),
+        "platform": platform(),
+    }
+    return {**values, **extra}
+
+
+@pytest.mark.parametrize(
+    "nvml",
+    [
+        nvml_failed(NvmlStatus.LIBRARY_NOT_FOUND, "libnvidia-ml.so.1 not found"),
+        nvml_failed(NvmlStatus.DRIVER_NOT_LOADED, "Driver Not Loaded"),
+        nvml_ok(count=0),
+    ],
+    ids=["no-library", "no-driver", "no-devices"],
+)
+def test_cuda_build_without_nvidia_gpu(nvml: NvmlInfo) -> None:
+    findings = by_id(make(**_cuda_build_no_gpu(nvml=nvml)))
+    finding = findings["torch-cuda-without-gpu"]
+    assert sev(finding) is Severity.INFO
+    assert "CUDA build" in finding.title and "without an NVIDIA GPU" in finding.title
+    assert "2.5.1+cu128" in finding.detail and "CUDA 12.8" in finding.detail
+    assert "GB" in finding.detail and "never used" in finding.detail
+    assert "CPU build" in finding.fix and "pip uninstall torch" in finding.fix
+    assert "'Get started' selector" in finding.fix
+    assert "no-gpu" in findings  # both true: no GPU, and the CUDA libraries are dead weight
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"torch": torch_cpu()},  # the CPU build: nothing to say
+        {"torch": torch_rocm(device_count=T(0))},
+        {"torch": TorchInfo(installed=False, version=unknown("not installed"))},
+        {"torch": torch_cuda("12.8", count=1)},  # torch sees a GPU
+        {"gpus": [nvidia()], "nvml": nvml_ok()},  # NVML sees one
+        {"platform": with_dev_nodes()},  # the driver is loaded
+        {"platform": nvidia_on_pci()},  # a GPU on the bus, its driver unloaded
+        {"gpus": [amd()]},  # another GPU: other findings
+        {"nvml": nvml_failed(NvmlStatus.TIMEOUT)},  # NVML could not answer
+        {"nvml": nvml_failed(NvmlStatus.NO_PERMISSION)},
+        {"nvml": NvmlInfo()},  # NVML not probed
+        {"platform": PlatformInfo()},  # /dev not looked at
+    ],
+    ids=[
+        "cpu-build",
+        "rocm-build",
+        "no-torch",
+        "torch-sees-gpu",
+        "nvml-sees-gpu",
+        "dev-nodes",
+        "nvidia-on-pci",
+        "amd-gpu",
+        "nvml-timeout",
+        "nvml-no-permission",
+        "nvml-not-probed",
+        "dev-not-probed",
+    ],
+)
+def test_cuda_build_finding_only_where_no_nvidia_gpu_can_be(extra: dict[str, Any]) -> None:
+    assert "torch-cuda-without-gpu" not in by_id(make(**_cuda_build_no_gpu(**extra)))
+
+
+def test_cuda_build_finding_with_a_broken_torch_import_is_not_said() -> None:
+    broken = torch_cuda("12.8", count=0, import_error="libcudart.so.12: cannot open")
+    assert "torch-cuda-without-gpu" not in by_id(make(**_cuda_build_no_gpu(torch=broken)))

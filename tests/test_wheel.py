@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import email
+import email.message
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -128,3 +132,74 @@ def test_scan_from_fresh_environment(wheel: Path, tmp_path: Path) -> None:
     )
     assert advised.returncode == 0, advised.stderr
     assert json.loads(advised.stdout)["scenario"]["id"] in (1, 2, 3, 4)
+
+
+def _metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.message_from_bytes(archive.read(name))
+
+
+def test_wheel_metadata_licence_classifiers_python(wheel: Path) -> None:
+    metadata = _metadata(wheel)
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    licence = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("licenses/LICENSE")]
+    assert len(licence) == 1
+    assert "MIT License" in zipfile.ZipFile(wheel).read(licence[0]).decode()
+    assert metadata["Requires-Python"] == ">=3.10"
+    classifiers = metadata.get_all("Classifier") or []
+    for wanted in (
+        "Programming Language :: Python :: 3.10",
+        "Environment :: Console",
+        "Operating System :: POSIX :: Linux",
+        "Topic :: System :: Hardware",
+    ):
+        assert wanted in classifiers
+    # PEP 639: the licence is the expression; a "License ::" classifier beside it is refused.
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    assert "gpu" in (metadata["Keywords"] or "").split(",")
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    assert "Exit codes" in (metadata.get_payload() or "")
+
+
+def test_wheel_never_asks_for_torch(wheel: Path) -> None:
+    # Neither a dependency nor an extra: pip would fetch the multi-GB CUDA build on Linux x86-64
+    # whether or not the machine has an NVIDIA GPU (setup.sh chooses the build instead).
+    metadata = _metadata(wheel)
+    requires = metadata.get_all("Requires-Dist") or []
+    assert not [r for r in requires if re.match(r"torch\b", r)], requires
+    assert "torch" not in (metadata.get_all("Provides-Extra") or [])
+
+
+def test_every_dependency_waits_for_the_python_check(wheel: Path) -> None:
+    # pip 23.0 (Python 3.9's) checks Requires-Python after the dependencies: each one carries
+    # the marker so that an old Python is told so, not "No matching distribution for ...".
+    for requirement in _metadata(wheel).get_all("Requires-Dist") or []:
+        assert re.search(r"""python_version\s*>=\s*["']3\.10["']""", requirement), requirement
+
+
+@pytest.mark.skipif(shutil.which("python3.9") is None, reason="no python3.9 on PATH")
+def test_python39_is_told_the_python_version(wheel: Path) -> None:
+    python39 = shutil.which("python3.9")
+    assert python39 is not None
+    version = subprocess.run(
+        [python39, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if version.returncode != 0 or version.stdout.strip() != "(3, 9)":
+        pytest.skip("python3.9 on PATH does not run")
+    for target in (str(wheel), f"{wheel}[report,fleet]"):
+        done = subprocess.run(
+            [python39, "-m", "pip", "install", "--dry-run", "--no-index", target],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode != 0
+        assert "requires a different Python" in done.stderr and ">=3.10" in done.stderr, done.stderr
+        assert "No matching distribution" not in done.stderr

@@ -21,7 +21,7 @@ import typer
 
 from hwadvisor import __version__
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
-from hwadvisor.exitcodes import ExitStatus
+from hwadvisor.exitcodes import ExitStatus, epilog
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,10 +32,77 @@ if TYPE_CHECKING:
     from hwadvisor.model.profile import Profile
     from hwadvisor.pipeline import ProbeEvent
 
+
+#: The exit codes of a command that reads inputs and writes files, and can end degraded (3).
+_WRITES_DEGRADED = [
+    ExitStatus.USAGE,
+    ExitStatus.DEGRADED,
+    ExitStatus.IO_ERROR,
+    ExitStatus.INPUT_ERROR,
+]
+
+
+def _plain_help(command: object) -> None:
+    """Help without type placeholders: an option that takes a value shows its metavar (``DIR``,
+    ``SECONDS``), a flag shows nothing, an argument its metavar alone (``FILE...``), never
+    ``<bool>``, ``<str>`` or ``<path>``. Applied to every command and group below ``command``."""
+    from typer.core import TyperArgument, TyperGroup, TyperOption
+
+    for param in getattr(command, "params", []):
+        if type(param) is TyperArgument:
+            param.__class__ = _Argument
+        elif isinstance(param, TyperOption) and param.metavar is None:
+            param.metavar = "" if param.is_flag or param.count else (param.name or "value").upper()
+    help_text = getattr(command, "help", None)
+    if help_text and not getattr(command, "short_help", None):
+        # The command list shows the first sentence whole, wrapped, never cut with "...".
+        words = " ".join(help_text.split("\n\n")[0].split())
+        command.short_help = words.split(". ")[0].removesuffix(".") + "."  # type: ignore[attr-defined]
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _plain_help(sub)
+
+
+class _Argument(typer.core.TyperArgument):
+    """An argument shown by its metavar alone, without a type placeholder."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        # ``FILE...`` or ``[FILE]``, not typer's ``{FILE...}...``.
+        name = self.display_name_raw
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return [name if self.required else f"[{name}]"]
+
+
+class _RootGroup(typer.core.TyperGroup):
+    """The ``hwadvisor`` group, whose commands' help is made plain once the tree is built."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        _plain_help(self)
+
+
 app = typer.Typer(
     name="hwadvisor",
+    cls=_RootGroup,
+    # Plain help: it wraps to the terminal, reads the same through a pipe, and leaves the
+    # option descriptions most of the width (rich's panels leave them a third at 80 columns).
+    rich_markup_mode=None,
     help="Is this machine enough for my deep-learning work? Detect, measure, advise.",
-    add_completion=False,
+    epilog=epilog(
+        [
+            "hwadvisor scan                         # this machine: summary and report",
+            "hwadvisor scan --workload llm-7b-lora  # and is it enough for that work?",
+            "hwadvisor scan --json - | jq .gpus     # the profile on stdout, for scripts",
+            "hwadvisor advise -p box.json -w resnet50-imagenet",
+            "hwadvisor COMMAND --help               # each command's options, examples",
+        ],
+        _WRITES_DEGRADED,
+    ),
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -53,14 +120,19 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
     debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show the traceback of an unexpected error (give it before the command).",
+        ),
     ] = False,
 ) -> None:
-    """hwadvisor: detect this machine's hardware and deep-learning stack, and say what it can do."""
+    """Detect this machine's hardware and deep-learning stack, measure it, and say what it can
+    do. Each command has --help with examples."""
 
 
 def _stderr() -> Console:
@@ -124,10 +196,28 @@ def _file_stem(profile: Profile) -> str:
     return f"{safe[:64]}-{stamp}"
 
 
-@app.command()
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor scan                        # summary; JSON, HTML, PDF in reports/",
+            "hwadvisor scan --no-bench -f json     # detect only, JSON file only",
+            "hwadvisor scan --json - | jq .gpus    # the profile on stdout, for scripts",
+            "hwadvisor scan -q -o /srv/profiles    # for cron: silent unless it fails",
+            "hwadvisor scan --workload llm-7b-lora # ... and is it enough for that work?",
+        ],
+        _WRITES_DEGRADED,
+    )
+)
 def scan(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the report files.", file_okay=False)
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="DIR",
+            help="Folder for the files (created if missing).",
+            file_okay=False,
+        ),
     ] = Path("reports"),
     json_out: Annotated[
         Optional[str],
@@ -145,7 +235,7 @@ def scan(
             "--probe-timeout",
             callback=lambda value: _seconds_between(value, 1.0, 3600.0),
             metavar="SECONDS",
-            help="Time limit for each isolated probe (default: 10-60 s by probe).",
+            help="Time limit for each isolated probe (default: by probe, 10 to 60 seconds).",
         ),
     ] = None,
     no_bench: Annotated[
@@ -171,11 +261,21 @@ def scan(
     template_dir: TemplateDirOpt = None,
     redact: RedactOpt = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress display and no summary.")
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print nothing unless something goes wrong: no progress, summary or file "
+            "names; a failure, or what made the scan degraded (exit 3), goes to stderr.",
+        ),
     ] = False,
 ) -> None:
-    """Detect CPU, memory, GPUs, drivers and the PyTorch stack, measure what the machine does,
-    and write the profile as JSON, HTML and PDF (with --workload: and the advice for it)."""
+    """Detect and measure this machine; write its profile and report.
+
+    Detects the CPU, memory, GPUs, drivers and the PyTorch stack, then measures what the
+    machine does (matmul, convolution, memory bandwidth, transfers, a training step), prints a
+    summary and writes the profile as JSON, HTML and PDF into --out. With --workload it also
+    says whether the machine is enough for that work. Nothing is ever overwritten."""
     from hwadvisor.render.report import parse_formats, parse_paper
 
     how = _Output(
@@ -226,7 +326,8 @@ class _Output:
 
 def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None) -> None:
     """Write the profile (stdout, or JSON/HTML/PDF files) and print the summary; exit 3 when a
-    probe or a benchmark case failed, or a requested PDF could not be made."""
+    probe or a benchmark case failed, or a requested PDF could not be made. Quiet: only what
+    made the run degraded is printed (stderr)."""
     from hwadvisor.errors import OutputError
     from hwadvisor.pipeline import is_degraded
     from hwadvisor.redact import default_salt, redact_profile, salt_warning
@@ -256,7 +357,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
             from hwadvisor.render.console import render_summary
 
             render_summary(profile, terminal_console())
-        err.print(f"Profile written to [bold]{_escape(str(target))}[/bold]")
+            err.print(f"Profile written to [bold]{_escape(str(target))}[/bold]")
     else:
         folder, name = how.out, stem or _file_stem(profile)
         formats = how.formats
@@ -273,7 +374,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
             from hwadvisor.render.console import render_summary
 
             render_summary(profile, terminal_console())
-        for path in written.files:
+        for path in written.files if not how.quiet else ():
             what = "Profile" if path.suffix == ".json" else "Report"
             err.print(f"{what} written to [bold]{_escape(str(path))}[/bold]")
         for warning in written.warnings:
@@ -297,7 +398,9 @@ FormatOpt = Annotated[
         help="Files to write: a comma-separated list of json, html, pdf.",
     ),
 ]
-PaperOpt = Annotated[str, typer.Option("--paper", help="Page size of the PDF: A4 or Letter.")]
+PaperOpt = Annotated[
+    str, typer.Option("--paper", metavar="A4|LETTER", help="Page size of the PDF: A4 or Letter.")
+]
 TemplateDirOpt = Annotated[
     Optional[Path],
     typer.Option(
@@ -314,6 +417,17 @@ RedactOpt = Annotated[
         "--redact/--no-redact",
         help="Replace hostnames, user names, serials, UUIDs, MAC/IP addresses and home "
         "paths with stable hashes. Default: only the PDF is redacted.",
+    ),
+]
+
+
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Print nothing unless something goes wrong: no summary or file names; a failure, "
+        "or what made the output degraded (exit 3), goes to stderr.",
     ),
 ]
 
@@ -342,7 +456,8 @@ AssumeGpuOpt = Annotated[
     ),
 ]
 GpusOpt = Annotated[
-    int, typer.Option("--gpus", min=1, max=1024, help="How many of each --assume-gpu.")
+    int,
+    typer.Option("--gpus", metavar="N", min=1, max=1024, help="How many of each --assume-gpu."),
 ]
 RulesOpt = Annotated[
     Optional[Path],
@@ -435,7 +550,18 @@ def _whole(option: str, value: float) -> int:
     return int(checked)
 
 
-@app.command()
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor advise -p box.json -w resnet50-imagenet",
+            "hwadvisor advise -p collect_env.txt -w bert-base-finetune --json -",
+            'hwadvisor advise -p box.json -w llm-7b-lora --assume-gpu "RTX 4090" --gpus 2',
+            "hwadvisor advise -p box.json --params 3e8 --tokens 2e10 --precision bf16",
+            "hwadvisor workloads                   # the presets -w takes",
+        ],
+        [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    )
+)
 def advise(
     profile_path: Annotated[
         Path,
@@ -443,8 +569,8 @@ def advise(
             "--profile",
             "-p",
             metavar="FILE",
-            help="A saved profile, or collect_env output, an nvidia-smi -q -x "
-            "dump or an nvidia-smi table (detected).",
+            help="A saved profile, or any file `hwadvisor import` reads (collect_env output, "
+            "nvidia-smi -q -x, an nvidia-smi table ...): the format is detected.",
         ),
     ],
     workload: WorkloadOpt = None,
@@ -464,10 +590,13 @@ def advise(
         Optional[float],
         typer.Option("--tokens", metavar="N", help="Custom: training tokens (6·N·D FLOPs)."),
     ] = None,
-    epochs: Annotated[float, typer.Option("--epochs", help="Custom: epochs.")] = 1.0,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Custom: batch size.")] = 32,
+    epochs: Annotated[float, typer.Option("--epochs", metavar="N", help="Custom: epochs.")] = 1.0,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", metavar="N", help="Custom: batch size.")
+    ] = 32,
     precision: Annotated[
-        str, typer.Option("--precision", help="Custom: fp32, tf32, bf16 or fp16.")
+        str,
+        typer.Option("--precision", metavar="PRECISION", help="Custom: fp32, tf32, bf16 or fp16."),
     ] = "bf16",
     seq_len: Annotated[
         Optional[int],
@@ -516,8 +645,13 @@ def advise(
         ),
     ] = None,
 ) -> None:
-    """Advise from a saved or imported profile: the scenario a workload needs, whether that
-    machine meets it, time-to-train across the hardware ladder, and the rule trace."""
+    """Say whether a machine is enough for a workload.
+
+    Reads the machine's saved profile and prints the scenario the workload needs (CPU is
+    enough, one GPU, a workstation, a multi-GPU cluster), whether the machine meets it, the time
+    to train there and across a ladder of hardware, whether it fits in memory, and the rules
+    that decided. Give a preset (--workload) or describe your own (--params with
+    --flops-per-sample and --samples, or --tokens). Touches no hardware and needs no torch."""
     from hwadvisor.importers.detect import import_file
     from hwadvisor.render.jsonio import to_json, write_new_file
 
@@ -558,10 +692,21 @@ def advise(
         from hwadvisor.render.console import render_advice
         from hwadvisor.render.terminal import console as terminal_console
 
-        render_advice(result, terminal_console())
+        render_advice(result, terminal_console(), profile=profile)
 
 
-@app.command(name="import")
+@app.command(
+    name="import",
+    epilog=epilog(
+        [
+            "hwadvisor import bug-report.txt        # reports/bug-report-imported.json",
+            "hwadvisor import collect_env.txt nvidia-smi-q.txt lscpu.txt  # one machine",
+            "nvidia-smi -q -x > smi.xml && hwadvisor import smi.xml --json -",
+            "hwadvisor import bug-report.txt -f json,html,pdf   # and the report",
+        ],
+        _WRITES_DEGRADED,
+    ),
+)
 def import_(
     sources: Annotated[
         list[Path],
@@ -574,7 +719,8 @@ def import_(
         ),
     ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the profile.", file_okay=False)
+        Path,
+        typer.Option("--out", "-o", metavar="DIR", help="Folder for the profile.", file_okay=False),
     ] = Path("reports"),
     json_out: Annotated[
         Optional[str],
@@ -587,10 +733,14 @@ def import_(
     formats: FormatOpt = "json",
     paper: PaperOpt = "A4",
     redact: RedactOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Turn other tools' descriptions of a machine into one hwadvisor profile (same schema as a
-    scan; what the sources cannot know is null with a reason; each fact names its source)."""
+    """Turn other tools' output about a machine into a profile.
+
+    Reads what collect_env, nvidia-smi, rocm-smi, lscpu and others printed. The profile has the
+    same schema as a scan's: what the files cannot tell is null with a reason, and each fact
+    names the file it came from. Each file's format is detected from its content; several
+    files describing one machine are merged."""
     from hwadvisor.importers.detect import import_files
     from hwadvisor.render.report import parse_formats, parse_paper
 
@@ -608,7 +758,16 @@ def import_(
     _emit(profile, how, _stderr(), stem=f"{stem}-imported")
 
 
-@app.command()
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor report reports/box-20261121T100203Z.json   # .html, .pdf beside it",
+            "hwadvisor report box.json -f pdf --paper Letter -o out/",
+            "hwadvisor report box.json --template-dir my-templates/",
+        ],
+        _WRITES_DEGRADED,
+    )
+)
 def report(
     source: Annotated[
         Path,
@@ -619,6 +778,7 @@ def report(
         typer.Option(
             "--out",
             "-o",
+            metavar="DIR",
             file_okay=False,
             help="Folder for the reports (default: next to FILE.json).",
         ),
@@ -627,8 +787,12 @@ def report(
     paper: PaperOpt = "A4",
     template_dir: TemplateDirOpt = None,
     redact: RedactOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Re-render a saved profile as HTML and PDF, without touching the hardware."""
+    """Write a saved profile's report again, as HTML and PDF.
+
+    Takes a profile of any schema version and touches no hardware; the same JSON always gives
+    the same HTML."""
     from hwadvisor.model.load import parse_profile, read_text_file
     from hwadvisor.render.report import parse_formats, parse_paper, write_reports
 
@@ -646,7 +810,7 @@ def report(
         source_text=text,
     )
     err = _stderr()
-    for path in written.files:
+    for path in written.files if not quiet else ():
         err.print(f"Report written to [bold]{_escape(str(path))}[/bold]")
     for warning in written.warnings:
         err.print(f"[yellow]{_escape(warning)}[/yellow]", soft_wrap=True)  # one line
@@ -654,10 +818,23 @@ def report(
         raise typer.Exit(ExitStatus.DEGRADED)
 
 
-@app.command()
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor diff before.json after.json",
+            "hwadvisor diff before.json after.json --json - | jq .benchmarks",
+            "hwadvisor diff a.json b.json --html diff.html --pdf diff.pdf",
+        ],
+        _WRITES_DEGRADED,
+    )
+)
 def diff(
-    before: Annotated[Path, typer.Argument(metavar="A.json")],
-    after: Annotated[Path, typer.Argument(metavar="B.json")],
+    before: Annotated[
+        Path, typer.Argument(metavar="A.json", help="The earlier profile.", show_default=False)
+    ],
+    after: Annotated[
+        Path, typer.Argument(metavar="B.json", help="The later profile.", show_default=False)
+    ],
     json_out: Annotated[
         Optional[str],
         typer.Option("--json", metavar="PATH|-", help="The comparison as JSON, to PATH or '-'."),
@@ -676,8 +853,11 @@ def diff(
     ] = None,
     redact: RedactOpt = None,
 ) -> None:
-    """Compare two scans: what changed in hardware and stack, each benchmark's ratio, and
-    whether the scenario verdict changed."""
+    """Compare two profiles: what changed, and by how much.
+
+    Shows what changed in hardware, firmware and software stack, each benchmark's ratio, and
+    whether the scenario verdict changed. Volatile readings (free memory, temperatures) are
+    ignored."""
     from hwadvisor.diff import diff_profiles
     from hwadvisor.model.load import load_profile
     from hwadvisor.redact import default_salt, redact_label, redact_profiles, salt_warning
@@ -729,9 +909,13 @@ def diff(
         raise typer.Exit(ExitStatus.DEGRADED)
 
 
-@app.command()
+@app.command(
+    epilog=epilog(["hwadvisor workloads", "hwadvisor advise -p box.json -w resnet50-imagenet"], [])
+)
 def workloads() -> None:
-    """List the workload presets with their assumptions."""
+    """List the workload presets, with their assumptions.
+
+    These are the names that --workload takes (scan, advise, fleet advise)."""
     from rich.table import Table
 
     from hwadvisor.render.terminal import console as terminal_console
@@ -743,9 +927,11 @@ def workloads() -> None:
     terminal_console().print(table)
 
 
-@app.command()
+@app.command(epilog=epilog(["hwadvisor schema > profile.schema.json"], [ExitStatus.IO_ERROR]))
 def schema() -> None:
-    """Print the JSON Schema of the profile that `scan` writes."""
+    """Print the JSON Schema of the profile that scan writes.
+
+    The schema is JSON Schema draft 2020-12."""
     from hwadvisor.model.jsonschema import profile_schema
 
     typer.echo(json.dumps(profile_schema(), indent=2))

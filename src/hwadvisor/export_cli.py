@@ -11,14 +11,33 @@ from typing import Annotated, Optional
 
 import typer
 
+from hwadvisor.exitcodes import ExitStatus, epilog
+
 export_app = typer.Typer(
     name="export",
-    help="Write profiles for other systems (Prometheus node_exporter textfile).",
+    help="Write profiles for monitoring systems (Prometheus).",
+    epilog=epilog(
+        [
+            "hwadvisor export prometheus reports/*.json",
+            "hwadvisor export prometheus box.json -o TEXTFILE_DIR/hwadvisor.prom",
+        ],
+        [ExitStatus.USAGE, ExitStatus.DEGRADED, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    ),
     no_args_is_help=True,
 )
 
 
-@export_app.command("prometheus")
+@export_app.command(
+    "prometheus",
+    epilog=epilog(
+        [
+            "hwadvisor export prometheus reports/*.json > hwadvisor.prom",
+            "hwadvisor export prometheus box.json -o TEXTFILE_DIR/hwadvisor.prom",
+            "hwadvisor export prometheus --redact reports/*.json",
+        ],
+        [ExitStatus.USAGE, ExitStatus.DEGRADED, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    ),
+)
 def prometheus(
     profiles: Annotated[
         list[Path],
@@ -36,7 +55,7 @@ def prometheus(
             "-o",
             metavar="FILE",
             dir_okay=False,
-            help="Write to FILE (e.g. <textfile dir>/hwadvisor.prom), replacing it atomically: "
+            help="Write to FILE (e.g. TEXTFILE_DIR/hwadvisor.prom), replacing it atomically: "
             "node_exporter sees the old file or the new one, never half of one. Default: stdout.",
         ),
     ] = None,
@@ -49,11 +68,12 @@ def prometheus(
         ),
     ] = False,
 ) -> None:
-    """Profiles as Prometheus metrics for node_exporter's textfile collector: facts as info
-    metrics, measured figures, findings (text format 0.0.4)."""
+    """Write profiles as Prometheus metrics, for node_exporter's textfile collector.
+
+    Facts become info metrics, beside the measured figures and the findings (text format
+    0.0.4). Prints nothing else when all is well, so cron mails only problems."""
     from rich.markup import escape
 
-    from hwadvisor.exitcodes import ExitStatus
     from hwadvisor.model.load import load_profile
     from hwadvisor.render.prometheus import (
         identity,

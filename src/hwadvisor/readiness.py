@@ -195,6 +195,49 @@ def _torch_cpu_only(profile: Profile) -> list[Finding]:
     )
 
 
+_NO_NVIDIA_DRIVER = {
+    NvmlStatus.LIBRARY_NOT_FOUND: "no NVIDIA driver library (NVML)",
+    NvmlStatus.DRIVER_NOT_LOADED: "no NVIDIA driver loaded",
+}
+
+
+def _torch_cuda_without_gpu(profile: Profile) -> list[Finding]:
+    """A CUDA build of torch where no NVIDIA GPU can be: its CUDA libraries take several GB and
+    are never used (``pip install torch`` on Linux x86-64 brings them by default). Said only
+    when every source agrees: NVML finds no driver or no device, no ``/dev/nvidia*`` node, no
+    NVIDIA device on the PCI bus (a GPU whose driver is merely unloaded is another finding)."""
+    torch = _torch(profile)
+    if _build(profile) != "cuda" or (torch.device_count.value or 0) > 0:
+        return []
+    if _nvidia_evidence(profile) or _amd_gpus(profile):
+        return []  # a GPU is there: other findings say what stands in its way
+    if profile.platform.nvidia_device_nodes.value is None:
+        return []  # /dev was not looked at: the profile cannot tell
+    nvml = profile.nvml
+    status = NvmlStatus(nvml.status)
+    if status in _NO_NVIDIA_DRIVER:
+        seen = _NO_NVIDIA_DRIVER[status]
+    elif status is NvmlStatus.OK and nvml.device_count.value == 0:
+        seen = "the NVIDIA driver reports no GPU"
+    else:
+        return []
+    version = torch.version.value or "(version unknown)"
+    runtime = torch.cuda_runtime_version.value
+    built = f"built for CUDA {runtime}" if runtime else "a CUDA build"
+    return _finding(
+        "torch-cuda-without-gpu",
+        Severity.INFO,
+        "CUDA build of PyTorch on a machine without an NVIDIA GPU",
+        f"torch {version} is {built}, but this machine has no NVIDIA GPU ({seen}, no "
+        "/dev/nvidia* device, no NVIDIA device seen on the PCI bus). It runs on the CPU like a "
+        "CPU build, "
+        "and the CUDA libraries installed with it (several GB, the nvidia-* packages) are "
+        "never used.",
+        "unless a GPU is coming, replace it with the CPU build: pip uninstall torch and the "
+        f"nvidia-* packages, then install torch for Compute Platform 'CPU' ({_SELECTOR})",
+    )
+
+
 def _torch_not_rocm(profile: Profile) -> list[Finding]:
     amd = _amd_gpus(profile)
     build = _build(profile)
@@ -884,9 +927,9 @@ def _no_gpu(profile: Profile) -> list[Finding]:
     return _finding(
         "no-gpu",
         Severity.INFO,
-        "No GPU: fine for classical ML and small models (scenario 1)",
+        "No GPU: fine for classical ML and small models",
         detail,
-        "none needed for CPU work; for deep learning, add or rent a GPU (see the advice)",
+        "none for CPU work; `hwadvisor advise --workload NAME` says whether a model needs a GPU",
     )
 
 
@@ -894,6 +937,7 @@ _RULES: tuple[Rule, ...] = (
     _torch_not_installed,
     _torch_import_failed,
     _torch_cpu_only,
+    _torch_cuda_without_gpu,
     _torch_not_rocm,
     _rocm_ready,
     _cuda_driver_versions,

@@ -14,20 +14,38 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hwadvisor.exitcodes import ExitStatus, epilog
+
 if TYPE_CHECKING:
     from hwadvisor.fleet.store import Fleet, IngestResult
 
 fleet_app = typer.Typer(
     name="fleet",
-    help="Many machines' profiles: ingest, summary, export, report, advise, diff.",
+    help="Roll up many machines' profiles in one database.\n\nIngest profiles, then summarise, "
+    "export, rank for a workload, report, and compare two moments.",
+    epilog=epilog(
+        [
+            "hwadvisor fleet ingest profiles/       # into ./fleet.duckdb",
+            "hwadvisor fleet summary                # counts; what needs attention",
+            "hwadvisor fleet summary profiles/ --json",
+            "hwadvisor fleet COMMAND --help         # each command's options",
+        ],
+        [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    ),
     no_args_is_help=True,
 )
+
+# The exit codes of the commands that only read: a bad option, a database or folder that cannot
+# be read (or no DuckDB installed: exit 5).
+_READS = [ExitStatus.USAGE, ExitStatus.INPUT_ERROR]
+_WRITES = [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR]
 
 DEFAULT_DB = Path("fleet.duckdb")
 
 Sources = Annotated[
     list[Path] | None,
     typer.Argument(
+        metavar="PATH...",
         help="Folders (read recursively) or files of profiles; none: the database.",
         show_default=False,
     ),
@@ -36,12 +54,19 @@ Db = Annotated[
     Path | None,
     typer.Option(
         "--db",
+        metavar="FILE",
         help="The fleet database (default fleet.duckdb; with folders named and no --db, "
         "they are read into memory only).",
         show_default=False,
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+StaleDays = Annotated[
+    int,
+    typer.Option(
+        "--stale-days", metavar="DAYS", min=1, help="A host not scanned for this long is stale."
+    ),
+]
 
 
 RedactOpt = Annotated[
@@ -100,16 +125,30 @@ def _ingest_lines(result: IngestResult, where: str) -> list[str]:
     return lines
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet ingest profiles/       # again later: reads only new files",
+            "hwadvisor fleet ingest --db /srv/fleet.duckdb /srv/profiles/ --json",
+        ],
+        _WRITES,
+    )
+)
 def ingest(
-    sources: Annotated[list[Path], typer.Argument(help="Folders or files of profiles.")],
+    sources: Annotated[
+        list[Path], typer.Argument(metavar="PATH...", help="Folders or files of profiles.")
+    ],
     db: Annotated[
-        Path, typer.Option("--db", help="The fleet database, created if missing.")
+        Path,
+        typer.Option("--db", metavar="FILE", help="The fleet database, created if missing."),
     ] = DEFAULT_DB,
     as_json: AsJson = False,
 ) -> None:
-    """Add profiles to the fleet database: new and changed files only; the latest scan of each
-    machine wins and history is kept. Files that are not profiles are skipped with a reason."""
+    """Add profiles to the fleet database.
+
+    Reads new and changed files only; the latest scan of each machine wins and its history is
+    kept. Files that are not profiles are skipped with a reason; the whole ingest is one
+    transaction."""
     from hwadvisor.fleet.store import ingest as run_ingest
     from hwadvisor.fleet.store import open_fleet
 
@@ -211,16 +250,24 @@ def print_summary(data: dict[str, Any]) -> None:
         con.print("Nothing needs attention.")
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet summary                # from ./fleet.duckdb",
+            "hwadvisor fleet summary profiles/ --json | jq .by_gpu_model",
+        ],
+        _READS,
+    )
+)
 def summary(
     sources: Sources = None,
     db: Db = None,
-    stale_days: Annotated[
-        int, typer.Option("--stale-days", min=1, help="A host not scanned for this long is stale.")
-    ] = 30,
+    stale_days: StaleDays = 30,
     as_json: AsJson = False,
 ) -> None:
-    """Counts by CPU and GPU model, VRAM, driver, CUDA, torch, capability by scenario; the
+    """Count the fleet's hardware and list what needs attention.
+
+    Counts by CPU and GPU model, VRAM, driver, CUDA, torch and capability by scenario; then the
     findings, outlier devices, stale hosts and duplicate machine ids."""
     from hwadvisor.fleet.queries import summary as roll_up
 
@@ -236,23 +283,40 @@ def summary(
         print_summary(data)
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet export --format csv --out hosts.csv",
+            "hwadvisor fleet export --table gpus --format parquet --out gpus.parquet",
+            "hwadvisor fleet export profiles/ --table findings --format ndjson",
+        ],
+        _WRITES,
+    )
+)
 def export(
     sources: Sources = None,
     db: Db = None,
     table: Annotated[
         str,
         typer.Option(
-            "--table", help="hosts (latest scan each), gpus, findings, measurements, history."
+            "--table",
+            metavar="TABLE",
+            help="hosts (latest scan each), gpus, findings, measurements or history.",
         ),
     ] = "hosts",
-    fmt: Annotated[str, typer.Option("--format", help="csv, parquet or ndjson.")] = "csv",
+    fmt: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="csv, parquet or ndjson.")
+    ] = "csv",
     out: Annotated[
-        Path | None, typer.Option("--out", help="The file (default: stdout; not Parquet).")
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="The file (default: stdout; not Parquet)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
 ) -> None:
-    """Flat, null-safe rows with units in the column names, for spreadsheets and CMDBs."""
+    """Write the fleet as flat rows, for spreadsheets and CMDBs.
+
+    Columns are null-safe, with units in their names (memory_total_bytes): unknown is an empty
+    CSV cell or null, never 0."""
     from hwadvisor.fleet.export import export as run_export
 
     fleet, _ = _open(sources, db)
@@ -262,18 +326,31 @@ def export(
         _err(f"wrote {out} ({count:,} rows)")
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet advise --workload llm-7b-lora",
+            "hwadvisor fleet advise profiles/ -w resnet50-imagenet --limit 10",
+        ],
+        _READS,
+    )
+)
 def advise(
     workload: Annotated[
-        str, typer.Option("--workload", "-w", help="A preset (see `hwadvisor workloads`).")
+        str,
+        typer.Option(
+            "--workload", "-w", metavar="NAME", help="A preset (see `hwadvisor workloads`)."
+        ),
     ],
     sources: Sources = None,
     db: Db = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Rows to print.")] = 30,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, help="Rows to print.")] = 30,
     as_json: AsJson = False,
 ) -> None:
-    """Which machines meet a workload, ranked by time-to-train (hosts of identical hardware
-    share one estimate; degraded outliers are named)."""
+    """Rank the machines by how well they serve a workload.
+
+    Says which machines meet the workload, ranked by time-to-train. Hosts of identical
+    hardware share one estimate; a host measured as a degraded outlier is named."""
     from hwadvisor.advise import load_rules
     from hwadvisor.errors import UsageError
     from hwadvisor.fleet.advise import rank
@@ -320,14 +397,27 @@ def advise(
         con.print(f"… {len(ranked) - limit:,} more hosts (--limit, or --json for all)")
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet diff last-month.duckdb fleet.duckdb",
+            "hwadvisor fleet diff profiles-may/ profiles-june/ --json",
+        ],
+        _READS,
+    )
+)
 def diff(
-    old: Annotated[Path, typer.Argument(help="The earlier fleet: a database or a folder.")],
-    new: Annotated[Path, typer.Argument(help="The later fleet: a database or a folder.")],
+    old: Annotated[
+        Path, typer.Argument(metavar="OLD", help="The earlier fleet: a database or a folder.")
+    ],
+    new: Annotated[
+        Path, typer.Argument(metavar="NEW", help="The later fleet: a database or a folder.")
+    ],
     as_json: AsJson = False,
 ) -> None:
-    """What changed across the fleet: hosts added or gone, drivers upgraded, GPUs lost, new
-    and cleared findings."""
+    """Show what changed across the fleet between two moments.
+
+    Lists hosts added or gone, drivers upgraded, GPUs lost, and new and cleared findings."""
     from hwadvisor.fleet.compare import compare
 
     with _side(old) as before, _side(new) as after:
@@ -371,19 +461,31 @@ def _side(path: Path) -> Fleet:
     return fleet
 
 
-@fleet_app.command()
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet report                 # reports/fleet.html and .pdf",
+            "hwadvisor fleet report profiles/ --format html --out /srv/www/",
+        ],
+        [ExitStatus.USAGE, ExitStatus.DEGRADED, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    )
+)
 def report(
     sources: Sources = None,
     db: Db = None,
-    fmt: Annotated[str, typer.Option("--format", help="html, pdf or both.")] = "html,pdf",
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder the report is written to.")] = Path(
-        "reports"
-    ),
-    stale_days: Annotated[int, typer.Option("--stale-days", min=1)] = 30,
+    fmt: Annotated[
+        str, typer.Option("--format", metavar="LIST", help="html, pdf or both (html,pdf).")
+    ] = "html,pdf",
+    out_dir: Annotated[
+        Path, typer.Option("--out", metavar="DIR", help="Folder the report is written to.")
+    ] = Path("reports"),
+    stale_days: StaleDays = 30,
     redact: RedactOpt = None,
 ) -> None:
-    """The fleet on page one (GPU models, capability by scenario, findings, outliers), then a
-    row per host. The PDF shows host names as stable tokens unless --no-redact."""
+    """Write the fleet report, as HTML and PDF.
+
+    Page one shows the fleet (GPU models, capability by scenario, findings, outliers), then
+    comes a row per host. The PDF shows host names as stable tokens unless --no-redact."""
     from hwadvisor.fleet.queries import summary as roll_up
     from hwadvisor.fleet.report import write_fleet_report
     from hwadvisor.render.report import parse_formats
@@ -397,3 +499,5 @@ def report(
         typer.echo(f"wrote {path}")
     for warning in written.warnings:
         _err(warning)
+    if written.warnings:  # no PDF, or a one-off redaction salt: as for one host's report
+        raise typer.Exit(ExitStatus.DEGRADED)

@@ -1,0 +1,157 @@
+"""``--help`` of every command: prose that wraps to the terminal, examples, exit codes, no type
+placeholders; ``-V``; shell completion; and a start that imports nothing heavy."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from hwadvisor import __version__
+from hwadvisor.cli import main
+from hwadvisor.exitcodes import ExitStatus
+
+COMMANDS = [
+    [],
+    ["scan"],
+    ["advise"],
+    ["import"],
+    ["report"],
+    ["diff"],
+    ["workloads"],
+    ["schema"],
+    ["fleet"],
+    ["fleet", "ingest"],
+    ["fleet", "summary"],
+    ["fleet", "export"],
+    ["fleet", "advise"],
+    ["fleet", "diff"],
+    ["fleet", "report"],
+    ["export"],
+    ["export", "prometheus"],
+]
+
+
+def _help(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main([*args, "--help"]) == ExitStatus.OK
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
+
+
+@pytest.fixture(autouse=True)
+def _eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a) or "hwadvisor")
+def test_help_reads_as_prose(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(args, capsys)
+    assert text.startswith("Usage: hwadvisor")
+    # No type placeholders: <bool>, <str>, <int>, <path>, <float>, <list[path]>, <dir> ...
+    assert not re.search(r"<[a-z][a-z \[\]|]*>", text), text
+    assert "{" not in text.splitlines()[0]  # typer's {FILE...} for a required argument
+    # Wrapped to the terminal: no line wider than 80 columns.
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    # An example block that runs hwadvisor, and the exit codes with their meaning.
+    examples = text.split("Examples:", 1)[1].split("Exit codes", 1)[0]
+    assert "hwadvisor " in examples
+    codes = text.split("Exit codes", 1)[1]
+    assert re.search(r"^\s+0\s+success$", codes, re.MULTILINE)
+    assert re.search(r"^\s+1\s+internal error", codes, re.MULTILINE)
+    assert "README" in text
+
+
+def test_manual_line_breaks_of_docstrings_do_not_cut_sentences(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _help([], capsys)
+    commands = text.split("Commands:", 1)[1].split("Examples:", 1)[0]
+    # Each command's one-line summary is a whole sentence (never cut with "..."), and where it
+    # wraps, the continuation is indented under the text, not left at column 0.
+    assert "..." not in commands
+    for line in commands.strip("\n").splitlines():
+        if not line:
+            continue
+        assert line.startswith("  "), line
+    scan = _help(["scan"], capsys)
+    # The docstring's paragraphs are flowed: a sentence is not broken at the source's newline.
+    assert "the\nmachine" not in scan and "does,\n" not in scan
+
+
+def test_scan_help_names_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(["scan"], capsys)
+    codes = text.split("Exit codes", 1)[1]
+    for code in (0, 1, 2, 3, 4, 5, 130):
+        assert re.search(rf"^\s+{code}\s+\S", codes, re.MULTILINE), code
+    # Options that take a value show what they take; flags show nothing after their name.
+    assert re.search(r"-o, --out DIR\s", text)
+    assert re.search(r"--probe-timeout SECONDS\s", text)
+    assert re.search(r"-q, --quiet\s+Print nothing", text)
+    assert re.search(r"--no-bench\s+Detect only", text)
+
+
+def test_help_through_a_pipe_is_plain_text() -> None:
+    env = {**os.environ, "COLUMNS": "80"}
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwadvisor", "scan", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout and "╭" not in proc.stdout  # no colours, no boxes
+    assert "Examples:" in proc.stdout and max(map(len, proc.stdout.splitlines())) <= 80
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version_short_and_long(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([flag]) == ExitStatus.OK
+    assert capsys.readouterr().out == f"hwadvisor {__version__}\n"
+
+
+def test_completion_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help([], capsys)
+    assert "--install-completion" in text and "--show-completion" in text
+    assert main(["--show-completion", "bash"]) == ExitStatus.OK
+    assert "_HWADVISOR_COMPLETE" in capsys.readouterr().out
+
+
+def test_completion_completes_commands_and_options() -> None:
+    env = {
+        **os.environ,
+        "_HWADVISOR_COMPLETE": "complete_bash",
+        "COMP_WORDS": "hwadvisor scan --no",
+        "COMP_CWORD": "2",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwadvisor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert set(proc.stdout.split()) == {"--no-bench", "--no-redact"}
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\n"
+        "from hwadvisor.cli import main\n"
+        "for args in (['--help'], ['scan', '--help'], ['fleet', '--help'], ['-V']):\n"
+        "    main(args)\n"
+        "heavy = {'torch', 'duckdb', 'matplotlib', 'weasyprint', 'pynvml', 'cpuinfo'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
