@@ -247,4 +247,5 @@ def test_the_terminal_says_how_a_workload_fits_memory(capsys: pytest.CaptureFixt
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "(at batch 64 ×4)" in " ".join(out.split())
+    # The row's "yes [n]" points to the plan, in words, under the table.
+    assert "GeForce RTX 4060: fits at batch 64 (gradient accumulation ×4" in " ".join(out.split())

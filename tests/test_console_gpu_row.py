@@ -1,5 +1,6 @@
-"""The terminal's GPU table: an imported GPU that knows neither its PCIe link nor its power says
-"unknown" once per cell, not "gen unknown/unknown xunknown/unknown" wrapped over four lines."""
+"""The terminal's GPU table: identical GPUs are one row ("2 × NVIDIA A100-SXM4-80GB"), and what
+no GPU reports (PCIe link, power) is said once under the table, not "gen unknown/unknown
+xunknown/unknown" cell by cell."""
 
 from __future__ import annotations
 
@@ -27,13 +28,25 @@ def _render(text: str) -> str:
     return out.getvalue()
 
 
-def test_unknown_link_and_power_read_as_one_word() -> None:
+def test_unknown_link_and_power_are_said_once_and_identical_gpus_folded() -> None:
     shown = _render(NAMES_ONLY)
     assert "xunknown" not in shown and "gen unknown" not in shown
-    gpu_rows = [line for line in shown.splitlines() if "80.0 GiB" in line]
-    assert len(gpu_rows) == 2
-    for row in gpu_rows:
-        assert row.split()[-2:] == ["unknown", "unknown"]
+    gpu_rows = [line for line in shown.splitlines() if line.split()[:1] in (["0"], ["1"], ["0–1"])]
+    assert len(gpu_rows) == 1
+    assert gpu_rows[0].split()[:2] == ["0–1", "2"]
+    assert "2 × NVIDIA A100-SXM4-80GB" in gpu_rows[0]
+    assert "unknown" not in gpu_rows[0]
+    note = next(line for line in shown.splitlines() if line.startswith("not known for these GPUs"))
+    assert "power limit" in note and "PCIe link" in note
+    assert "capability" not in note  # the catalog knows it
+
+
+def test_different_gpus_are_not_folded() -> None:
+    mixed = NAMES_ONLY.replace("GPU 1: NVIDIA A100-SXM4-80GB", "GPU 1: NVIDIA A100-SXM4-40GB")
+    shown = _render(mixed)
+    assert any(line.split()[:1] == ["0"] and "80GB" in line for line in shown.splitlines())
+    assert any(line.split()[:1] == ["1"] and "40GB" in line for line in shown.splitlines())
+    assert " × " not in "".join(line for line in shown.splitlines() if "A100" in line)
 
 
 def test_an_import_that_does_not_show_the_stack_is_not_called_ready() -> None:

@@ -57,4 +57,4 @@ def test_a_short_estimate_is_never_zero_minutes() -> None:
 
     assert _fmt_hours(20 / 3600) == "20 s"
     assert _fmt_hours(0.0) == "1 s"
-    assert _fmt_hours(0.5) == "30 minutes"
+    assert _fmt_hours(0.5) == "30 min"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 from hwadvisor.model.profile import GpuInfo, Profile
-from hwadvisor.units import human_bytes
+from hwadvisor.units import format_rate, format_value
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -81,22 +81,8 @@ class ProfileDiff(StrictModel):
 
 
 def _fmt(value: Any, field: str) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    if isinstance(value, (int, float)):
-        if field.endswith("_bytes"):
-            return human_bytes(value)
-        if field.endswith("_mhz"):
-            return f"{float(value):,.0f} MHz"
-        if field.endswith("_watts"):
-            return f"{float(value):g} W"
-        if isinstance(value, float):
-            return f"{value:g}"
-    return str(value)
+    """The shared value formatter (GiB, MHz, W, durations): the diff says what the reports say."""
+    return format_value(value, field)
 
 
 def _not_probed(value: Any) -> bool:
@@ -561,5 +547,10 @@ def render_diff_html(diff: ProfileDiff, env: Environment) -> str:
         raise ValueError("render_diff_html needs a jinja2 Environment with autoescape on")
     from hwadvisor.render.html import render_template
 
-    context = {"diff": diff, "format_ratio": format_ratio, "bench_label": bench_label}
+    context = {
+        "diff": diff,
+        "format_ratio": format_ratio,
+        "format_rate": format_rate,
+        "bench_label": bench_label,
+    }
     return render_template(env, _TEMPLATE, context)

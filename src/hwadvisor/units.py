@@ -1,12 +1,27 @@
-"""Formatting of quantities for people (shared by the terminal, the reports and the diff)."""
+"""Formatting of quantities for people: the one set of formatters the terminal, the HTML and
+PDF reports and the diff share, so that they all say the same thing the same way.
+
+- memory (RAM, VRAM, caches, training memory): binary units, written ``GiB``;
+- durations: ``45 s``, ``20 min``, ``8.3 h``, ``24 h``, ``3.1 days``, ``74 days``, ``3.1 years``
+  (never ``24.0 hours`` beside ``≤ 24 h``), and ranges ``16.1–41.7 h``;
+- rates: ``12.3 TFLOP/s``, ``1.32 TB/s`` (a bandwidth is a rate, decimal as vendors give it);
+- facts: the value, or a brief ``unknown`` with its reason said once.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
+
+from hwadvisor.model.facts import Fact
+
+#: What an absent figure reads as in a table cell.
+NONE = "—"
 
 
 def human_bytes(n: float) -> str:
-    """1536 → "1.5 KiB"; binary units, as memory sizes are."""
+    """1536 → "1.5 KiB"; binary units, as memory sizes are (RAM and VRAM alike)."""
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
@@ -18,7 +33,7 @@ def human_bytes(n: float) -> str:
 def format_rate(value: float | None, unit: str) -> str:
     """A figure with its unit, scaled for reading (12345 GFLOP/s → "12.3 TFLOP/s")."""
     if value is None:
-        return "—"
+        return NONE
     if unit == "GFLOP/s" and value >= 1000:
         return f"{value / 1000:,.1f} TFLOP/s"
     if unit == "GB/s" and value >= 1000:
@@ -28,19 +43,107 @@ def format_rate(value: float | None, unit: str) -> str:
     return f"{value:,.3g} {unit}"
 
 
-def human_duration(seconds: float | None) -> str:
-    """3600 → "1.0 h"; days past 48 hours, years past two years."""
-    if seconds is None:
-        return "—"
+def _figure(value: float, below: float = 10) -> str:
+    """One decimal below ``below`` and none above it, without a trailing ".0": 8.3, 24, 167."""
+    if round(value, 1) < below:
+        text = f"{value:.1f}"
+        return text[:-2] if text.endswith(".0") else text
+    return f"{value:,.0f}"
+
+
+def _split_duration(seconds: float) -> tuple[str, str]:
+    """The figure and the unit of a duration, chosen for reading."""
+    seconds = max(0.0, float(seconds))
     if seconds < 90:
-        return f"{seconds:.0f} s"
+        return f"{max(1, round(seconds)) if seconds > 0 else 0:.0f}", "s"
     if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
+        return f"{seconds / 60:.0f}", "min"
     hours = seconds / 3600
     if hours < 48:
-        return f"{hours:.1f} h"
+        return _figure(hours, below=48), "h"  # 23.9 h and 24.4 h stay apart from 24 h
     days = hours / 24
-    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.1f} years"
+    if days < 730:
+        return _figure(days), "days"
+    return _figure(days / 365), "years"
+
+
+def human_duration(seconds: float | None) -> str:
+    """3600 → "60 min"; minutes below 90 min, hours below 48 h ("8.3 h", "24 h", "26.7 h"),
+    days below two years ("3.1 days", "74 days"), then years; no trailing ".0"."""
+    if seconds is None:
+        return NONE
+    figure, unit = _split_duration(seconds)
+    return f"{figure} {unit}"
+
+
+def hours_text(hours: float | None) -> str:
+    """A duration given in hours, in the same style: 24 → "24 h", 168 → "7 days"."""
+    return human_duration(None if hours is None else hours * 3600)
+
+
+def duration_range(low: float | None, high: float | None) -> str:
+    """A range of durations with the unit said once where both ends share it: "16.1–41.7 h",
+    "671 days–5.1 years"; "—" when an end is unknown."""
+    if low is None or high is None:
+        return NONE
+    (a, unit_a), (b, unit_b) = _split_duration(low), _split_duration(high)
+    if unit_a == unit_b:
+        return f"{a}–{b} {unit_a}"
+    return f"{a} {unit_a}–{b} {unit_b}"
+
+
+def duration_with_range(
+    seconds: float | None, low: float | None = None, high: float | None = None
+) -> str:
+    """ "26.7 h (16.1–41.7 h)"; the figure alone without a range; "—" without a figure."""
+    if seconds is None:
+        return NONE
+    if low is None or high is None:
+        return human_duration(seconds)
+    return f"{human_duration(seconds)} ({duration_range(low, high)})"
+
+
+def format_value(value: Any, name: str = "") -> str:
+    """A fact's value for people, its unit told by the field's name: ``*_bytes`` in GiB,
+    ``*_mhz``, ``*_watts``, ``*_seconds`` as a duration, ``*_gbps``; yes/no; lists joined."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    if isinstance(value, (int, float)):
+        if name.endswith("_bytes"):
+            return human_bytes(value)
+        if name.endswith("_mhz"):
+            return f"{float(value):,.0f} MHz"
+        if name.endswith("_watts"):
+            return f"{float(value):g} W"
+        if name.endswith("_seconds"):
+            return human_duration(float(value))
+        if name.endswith("_gbps"):
+            return f"{float(value):g} Gb/s"
+        if isinstance(value, float):
+            return f"{value:g}"
+    return str(value)
+
+
+def fact_text(f: Fact[Any], fmt: Callable[[Any], str] = str, *, why: bool = False) -> str:
+    """A fact as text: its value (``fmt`` applied; yes/no for a flag, a list joined), or
+    "unknown", with the reason in brackets when ``why`` (where the reason is said once)."""
+    if f.value is None:
+        return f"unknown ({f.reason})" if why and f.reason else "unknown"
+    if isinstance(f.value, bool):
+        return "yes" if f.value else "no"
+    if isinstance(f.value, list):
+        return ", ".join(str(v) for v in f.value) or "none"
+    return fmt(f.value)
+
+
+def unknown_note(names: list[str], reason: str | None) -> str:
+    """Unknowns said once: "not known: OS, Python, memory (not in collect_env output)"."""
+    listed = ", ".join(names)
+    return f"not known: {listed}" + (f" ({reason})" if reason else "")
 
 
 _PLANS = (

@@ -36,6 +36,7 @@ from hwadvisor.model.advice import (
     WorkloadSummary,
 )
 from hwadvisor.model.profile import Profile
+from hwadvisor.units import hours_text, human_bytes
 from hwadvisor.workloads import (
     Estimate,
     Workload,
@@ -235,27 +236,22 @@ def advise(
             best.meets_scenario and best.fits_memory is True and (best.gpus or not needs_gpu)
         )
         hours = (best.seconds or 0) / 3600
+        within = "within" if hours <= limit_hours else "over"
         reasons.append(
-            f"{best.hardware}: about {_fmt_hours(hours)} "
-            f"(limit {_fmt_hours(limit_hours)} for scenario {rule.scenario})"
+            f"{best.hardware}: about {_fmt_hours(hours)} ({within} the limit of "
+            f"{_fmt_hours(limit_hours)} for “{title}”)"
         )
         if needs_gpu and not best.gpus and best.meets_scenario:
             reasons.append(
-                f"scenario {rule.scenario} calls for GPU hardware and this machine has none "
-                "that PyTorch can use: its CPU would be busy for all of that time"
+                f"“{title}” calls for GPU hardware and this machine has none that PyTorch "
+                "can use: its CPU would be busy for all of that time"
             )
         if best.fits_memory is None:
             reasons.append(
                 "its memory is unknown (not in this profile): whether the workload fits "
                 "cannot be confirmed"
             )
-        if best.fits_memory is False:
-            reasons.append(
-                f"needs {metrics['memory_gb']:.1f} GB for training; "
-                f"{(best.memory_available_bytes or 0) / GB:.1f} GB available"
-            )
-        if best.memory_plan and not best.memory_plan.startswith("fits as given"):
-            reasons.append(f"memory: {best.memory_plan}")
+        reasons.extend(_memory_reasons(best, w))
         reasons.extend(n for r in mine if r.hardware == best.hardware for n in r.notes)
         reasons.extend(doubts)
         this = ThisMachine(
@@ -382,14 +378,29 @@ def scale_out(
 
 
 def _fmt_hours(hours: float) -> str:
-    if hours * 60 < 1:
-        return f"{max(1, round(hours * 3600))} s"  # never "0 minutes"
-    if hours < 1:
-        return f"{hours * 60:.0f} minutes"
-    if hours < 48:
-        return f"{hours:.1f} hours"
-    days = hours / 24
-    return f"{days:,.0f} days" if days < 730 else f"{days / 365:,.0f} years"
+    """Hours in the shared duration style ("8.3 h", "74 days"); never "0 s"."""
+    return hours_text(max(hours, 1 / 3600))
+
+
+def _memory_reasons(best: HardwareEstimate, w: Workload) -> list[str]:
+    """This machine's memory in one sentence: the plan that decides where there is one (it may
+    be at a smaller batch or with checkpointing), else the need at the workload's batch."""
+    plan = best.memory_plan
+    if plan:
+        if plan.startswith("fits as given"):
+            return []
+        return [f"memory: {plan}"]
+    if best.fits_memory is False and best.memory_needed_bytes is not None:
+        available = (
+            human_bytes(best.memory_available_bytes)
+            if best.memory_available_bytes is not None
+            else "an unknown amount"
+        )
+        return [
+            f"memory: needs {human_bytes(best.memory_needed_bytes)} for training at batch "
+            f"{w.batch_size}; {available} available"
+        ]
+    return []
 
 
 def _missing_activations(w: Workload) -> list[str]:
@@ -420,9 +431,14 @@ def _what_ifs(
         rate = ladder.get(role)
         if rate is None or metrics.get(f"{role}_fits") is not False:
             continue
+        how = (
+            f" (it needs {human_bytes(memory_needed(w, rules))})"
+            if w.kind == "classical"
+            else ", not even at batch 1"
+        )
         out.append(
-            f"{rate.hardware} cannot hold it ({metrics['memory_gb']:.1f} GB of training "
-            "memory): more memory per GPU, or sharding across more GPUs, is needed"
+            f"{rate.hardware} cannot hold it{how}: more memory per GPU, or sharding across "
+            "more GPUs, is needed"
         )
     if rule.scenario > 1 and w.kind != "classical":
         cpu_hours = metrics.get("cpu_hours")
@@ -432,7 +448,9 @@ def _what_ifs(
         hours = metrics.get("single_gpu_hours")
         if hours is not None:
             fits = "fits" if metrics.get("single_gpu_fits") else "does not fit"
-            out.append(f"on one 24 GB GPU: about {_fmt_hours(hours)}, and it {fits} in memory")
+            rung = ladder.get("single_gpu")
+            name = rung.hardware if rung is not None else "high-end GPU"
+            out.append(f"on one {name}: about {_fmt_hours(hours)}, and it {fits} in memory")
     return out
 
 

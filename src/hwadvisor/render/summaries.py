@@ -3,9 +3,12 @@ terminal summary and the HTML report (plain text: each renderer escapes it its o
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from hwadvisor.model.profile import GpuInfo, NetworkInfo, SystemInfo
+from hwadvisor.model.advice import Advice, HardwareEstimate
+from hwadvisor.model.bench import Benchmarks, BenchStatus
+from hwadvisor.model.profile import GpuInfo, NetworkInfo, Profile, SystemInfo
+from hwadvisor.units import duration_with_range, format_rate, human_bytes, short_plan
 
 _K = TypeVar("_K")
 
@@ -112,3 +115,135 @@ def gpu_health(gpu: GpuInfo) -> str:
     if xids is not None:
         parts.append(f"Xid {', '.join(str(x) for x in xids)}" if xids else "no Xid errors")
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# The verdict's figures, shared by the terminal and the reports
+
+
+def this_machine_estimate(advice: Advice | None) -> HardwareEstimate | None:
+    """The this-machine row that decides: the GPUs where there are some, else the CPU."""
+    if advice is None:
+        return None
+    mine = [e for e in advice.estimates if e.origin == "this-machine"]
+    for e in mine:
+        if e.hardware == advice.this_machine.hardware:
+            return e
+    return mine[-1] if mine else None
+
+
+def recommended(advice: Advice | None) -> HardwareEstimate | None:
+    """The first rung of the candidate ladder (cheapest first) that meets the scenario."""
+    if advice is None:
+        return None
+    for e in advice.estimates:
+        if e.origin != "this-machine" and e.meets_scenario:
+            return e
+    return None
+
+
+def recommendation_line(advice: Advice) -> str:
+    """ "Recommended hardware class: 24 GB high-end GPU (RTX 4090 class), about 8.3 h
+    (5–13.3 h)", or what is needed at scale, or that no class meets it on its own."""
+    best = recommended(advice)
+    if best is not None:
+        return (
+            f"Recommended hardware class: {best.hardware}, about "
+            f"{duration_with_range(best.seconds, best.low_seconds, best.high_seconds)}"
+        )
+    if advice.scale_out is not None:
+        return f"Recommended hardware class: a cluster; {advice.scale_out.summary}"
+    return (
+        f"Recommended hardware class: none of the candidates meets “{advice.scenario.title}” "
+        "on its own; see the time to train below"
+    )
+
+
+def scenario_name(scenario_id: int, title: str) -> str:
+    """ "scenario 2 of 4 (One reasonable GPU)": never a bare number."""
+    return f"scenario {scenario_id} of 4 ({title})"
+
+
+def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]) -> Any:
+    """The best OK run of ``case`` on the CPU (or on any GPU), in the first precision found."""
+    if bench is None:
+        return None
+    for precision in precisions:
+        rows = [
+            m
+            for m in bench.measurements
+            if m.case == case
+            and m.precision == precision
+            and m.status == BenchStatus.OK
+            and m.best is not None
+            and (m.device == "cpu") == cpu
+        ]
+        if rows:
+            return max(rows, key=lambda m: m.best or 0.0)
+    return None
+
+
+def key_figures(profile: Profile | None, advice: Advice | None) -> list[tuple[str, str, str]]:
+    """The few figures behind a verdict, as (label, value, detail): the CPU's and the best GPU's
+    matrix multiply, the GPU's speed-up on a training step, the memory that decides."""
+    rows: list[tuple[str, str, str]] = []
+    b = profile.benchmarks if profile is not None else None
+    cpu = _best(b, "matmul", True, ("fp32",))
+    if cpu is not None:
+        threads = cpu.threads or (b.threads if b else None)
+        busy = "; machine busy" if cpu.disturbances else ""
+        detail = f"{threads} thread{'s' if threads != 1 else ''}" if threads else ""
+        rows.append(("CPU matrix multiply (fp32)", format_rate(cpu.best, cpu.unit), detail + busy))
+    gpu = _best(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
+    if gpu is not None:
+        eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
+        rows.append(
+            (
+                f"GPU matrix multiply ({gpu.precision})",
+                format_rate(gpu.best, gpu.unit),
+                gpu.device + eff,
+            )
+        )
+    if b is not None and b.training_speedup:
+        t = b.training_speedup[0]
+        rows.append(
+            (
+                "training step, GPU vs CPU",
+                f"{t.speedup:.1f}×",
+                f"{t.gpu_samples_per_s:,.0f} vs {t.cpu_samples_per_s:,.1f} samples/s",
+            )
+        )
+    here = this_machine_estimate(advice)
+    memory = _memory_figure(here) if here is not None else None
+    if memory is not None:
+        rows.append(memory)
+    elif here is None and profile is not None and profile.memory.total_bytes.value is not None:
+        rows.append(("system memory", human_bytes(profile.memory.total_bytes.value), "total"))
+    return rows
+
+
+def _memory_figure(here: HardwareEstimate) -> tuple[str, str, str] | None:
+    """The training memory that decides, said once: the plan's figures where the plan gives
+    them ("fits as given: 30.1 GiB of 38.0 GiB usable per GPU"), else the need at the full batch
+    beside the memory there is; None where the verdict's own memory line says it all."""
+    plan = here.memory_plan or ""
+    if here.fits_memory is False and plan:
+        return None  # "does not fit even at batch 1 …: needs …" is among the reasons
+    if plan.startswith("fits as given: "):
+        return ("training memory", plan.removeprefix("fits as given: "), "fits")
+    if here.memory_needed_bytes is None:
+        return None
+    available = (
+        human_bytes(here.memory_available_bytes)
+        if here.memory_available_bytes is not None
+        else "unknown"
+    )
+    fits = {True: "fits", False: "does not fit", None: "fit unknown"}[here.fits_memory]
+    if here.fits_memory and short_plan(plan):
+        fits = f"fits {short_plan(plan)}"
+    where = "per GPU" if here.gpus else "of RAM"
+    return (
+        "training memory at the full batch",
+        f"{human_bytes(here.memory_needed_bytes)} needed, {available} {where}",
+        fits,
+    )
