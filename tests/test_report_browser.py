@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -59,3 +60,43 @@ def test_report_renders_in_chromium_with_the_verdict(tmp_path: Path, fixture: st
     done = _browser(tmp_path, f"--screenshot={shot}", "--window-size=1024,1400", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.stat().st_size > 10_000  # a page with content, not a blank one
+
+
+#: A phone's viewport. Headless Chromium keeps its window at least 500 px wide, so the report is
+#: loaded into a 400 px frame, whose viewport is exactly that.
+PHONE = 400
+
+
+@pytest.mark.parametrize("fixture", ["cpu-only.json", "single-gpu.json", "eight-gpu.json"])
+def test_report_fits_a_phone_without_sideways_scrolling(tmp_path: Path, fixture: str) -> None:
+    profile = load_profile(REPORTS / fixture)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(profile, source_sha256="0" * 64), encoding="utf-8")
+    frame = tmp_path / "phone.html"
+    frame.write_text(
+        f'<!DOCTYPE html><html><body><iframe id="f" src="report.html" width="{PHONE}" '
+        'height="800"></iframe><script>'
+        'document.getElementById("f").onload = function () {'
+        "  var d = this.contentDocument.documentElement;"
+        '  var imgs = Array.from(d.querySelectorAll("img"));'
+        '  document.body.setAttribute("data-width", d.scrollWidth);'
+        '  document.body.setAttribute("data-img", Math.max.apply(null, imgs.map('
+        "    function (i) { return i.getBoundingClientRect().right; })));"
+        "};</script></body></html>",
+        encoding="utf-8",
+    )
+    dom = _browser(
+        tmp_path,
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        frame.as_uri(),
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    width = re.search(r'data-width="(\d+)"', dom.stdout)
+    right = re.search(r'data-img="([\d.]+)"', dom.stdout)
+    assert width is not None and right is not None, dom.stdout[-500:]
+    # Wide tables scroll inside their own box; the page itself is never wider than the phone.
+    assert int(width.group(1)) <= PHONE + 2
+    # Charts scale down to the text width, inside the side padding.
+    assert float(right.group(1)) <= PHONE - 8

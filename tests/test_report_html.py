@@ -55,13 +55,16 @@ def test_page_one_has_the_verdict(rendered: dict[str, str]) -> None:
     assert "Recommended hardware class: <strong>" in one
     assert "Best GPU matrix multiply (bf16)" in one
     assert "Small-CNN training step, GPU vs CPU" in one
-    assert "Training memory needed vs available" in one
+    assert "Training memory" in one  # a headline figure, not a repeated table row
     # Needed is at the preset's batch, more than the card holds: the row says how it fits.
     mine = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
     assert mine.memory_needed_bytes and mine.memory_available_bytes
     assert mine.memory_needed_bytes > mine.memory_available_bytes
     assert f"fits {short_plan(mine.memory_plan)}" in one and short_plan(mine.memory_plan)
-    assert "Time to train" in one and "data:image/svg+xml;base64," in one
+    html = rendered["single-gpu"]
+    # The details follow page one: the estimates table and its chart.
+    assert "Time to train here and on the candidates" in html.split("</section>", 1)[1]
+    assert "data:image/svg+xml;base64," in html
 
 
 def test_page_one_without_a_workload() -> None:
@@ -145,7 +148,9 @@ def test_eight_gpus_all_rendered(rendered: dict[str, str]) -> None:
     assert len(profile.gpus) == 8
     gpus = html[html.index('<table class="gpus">') :]
     gpus = gpus[: gpus.index("</table>")]
-    assert gpus.count("NVIDIA A100-SXM4-40GB") == 8
+    # Eight identical GPUs are one row, not eight.
+    assert gpus.count("NVIDIA A100-SXM4-40GB") == 1
+    assert "8 × NVIDIA A100-SXM4-40GB" in gpus and "0–7" in gpus
     # Eight identical GPUs: each case is one row, the median GPU, with the range across GPUs.
     assert "cuda:0-7" in html
     assert "8 of 8 GPUs; best from" in html
@@ -214,6 +219,6 @@ def test_the_estimates_say_how_the_workload_fits_memory() -> None:
     profile.advice = advise(
         profile, get_workload("resnet50-imagenet"), assume=[(resolve_gpu("RTX 4060"), 1)]
     )
-    one = _page_one(render_html(profile, source_sha256=SHA))
+    one = render_html(profile, source_sha256=SHA)
     # An 8 GB card holds ResNet-50 at a smaller batch with gradient accumulation.
     assert re.search(r"yes <span class=\"muted\">\(at batch \d+ ×\d+\)</span>", one)

@@ -20,7 +20,7 @@ from hwadvisor.errors import InputError
 from hwadvisor.model.advice import Advice, HardwareEstimate
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
-from hwadvisor.model.profile import Profile
+from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.render.charts import all_charts
 from hwadvisor.render.summaries import gpu_health, network_line, system_line
 from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
@@ -55,6 +55,9 @@ def _directory_source(
     return load
 
 
+_BUNDLED_ENV: list[Any] = []
+
+
 def environment(template_dir: Path | None = None) -> Any:
     """The Jinja2 environment: ``template_dir`` first (an organization's copy), then the bundle.
 
@@ -87,6 +90,16 @@ def environment(template_dir: Path | None = None) -> Any:
     env.filters["plan"] = short_plan
     env.filters["gpu_health"] = gpu_health
     return env
+
+
+def _report_environment(template_dir: Path | None) -> Any:
+    """:func:`environment`, the bundled one built once per process (its templates compile once
+    for a report's HTML and its PDF); an organization's folder is read afresh each time."""
+    if template_dir is not None:
+        return environment(template_dir)
+    if not _BUNDLED_ENV:
+        _BUNDLED_ENV.append(environment())
+    return _BUNDLED_ENV[0]
 
 
 def show_fact(f: Fact[Any], fmt: Callable[[Any], str] = str) -> str:
@@ -130,6 +143,9 @@ def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str,
 
 def _threads(count: int | None) -> str:
     return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
+
+
+MEMORY_LABEL = "Training memory needed vs available"
 
 
 def key_measurements(profile: Profile) -> list[dict[str, str]]:
@@ -199,7 +215,7 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
             fits = f"fits {plan}"  # needed is at the workload's batch; this is how it fits
         rows.append(
             {
-                "label": "Training memory needed vs available",
+                "label": MEMORY_LABEL,
                 "value": f"{human_bytes(here.memory_needed_bytes)} / {available}",
                 "detail": fits,
             }
@@ -213,6 +229,303 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
             }
         )
     return rows[:5]
+
+
+def _known(*parts: Any) -> list[str]:
+    return [str(p) for p in parts if p is not None and p != "" and p != []]
+
+
+def _range(indices: list[int]) -> str:
+    """[0, 1, 2, 5] → "0–2, 5"."""
+    out: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(str(start) if start == prev else f"{start}–{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(out)
+
+
+def _pcie(g: GpuInfo) -> str | None:
+    """``gen 4 x16`` (with the maximum where it differs); None when nothing is known."""
+    now = " ".join(
+        _known(
+            f"gen {g.pcie_generation.value}" if g.pcie_generation.value is not None else None,
+            f"x{g.pcie_width.value}" if g.pcie_width.value is not None else None,
+        )
+    )
+    top = " ".join(
+        _known(
+            f"gen {g.pcie_generation_max.value}"
+            if g.pcie_generation_max.value is not None
+            else None,
+            f"x{g.pcie_width_max.value}" if g.pcie_width_max.value is not None else None,
+        )
+    )
+    if now and top and top != now:
+        return f"{now} (max {top})"
+    return now or (f"max {top}" if top else None)
+
+
+#: The GPU table's columns after the name: (key, heading).
+GPU_COLUMNS = (
+    ("memory", "memory"),
+    ("capability", "compute capability"),
+    ("power", "power limit"),
+    ("pcie", "PCIe link"),
+    ("health", "VBIOS, memory health"),
+)
+
+
+def gpu_table(profile: Profile) -> dict[str, Any]:
+    """The GPUs with identical ones folded into one row ("8 × NVIDIA A100"); a GPU that differs
+    gets its own row. A column nobody reported is left out and named once in ``not_reported``."""
+    cells: list[tuple[GpuInfo, dict[str, str | None]]] = []
+    for g in profile.gpus:
+        vram = g.vram_total_bytes.value
+        health = gpu_health(g)
+        cells.append(
+            (
+                g,
+                {
+                    "name": g.name.value or "unknown GPU",
+                    "backend": g.backend,
+                    "memory": human_bytes(vram) if vram is not None else None,
+                    "capability": (
+                        str(g.compute_capability.value)
+                        if g.compute_capability.value is not None
+                        else None
+                    ),
+                    "power": (
+                        f"{g.power_limit_watts.value:.0f} W"
+                        if g.power_limit_watts.value is not None
+                        else None
+                    ),
+                    "pcie": _pcie(g),
+                    "health": None if health == "VBIOS unknown" else health,
+                },
+            )
+        )
+    shown = [
+        (key, head)
+        for key, head in GPU_COLUMNS
+        if any(c[key] is not None for g, c in cells if not g.lost)
+    ]
+    rows: list[dict[str, Any]] = []
+    for g, c in cells:
+        if g.lost:
+            rows.append({"indices": [g.index], "lost": True, "cells": c})
+            continue
+        same = next(
+            (r for r in rows if not r["lost"] and r["cells"] == c),
+            None,
+        )
+        if same is None:
+            rows.append({"indices": [g.index], "lost": False, "cells": c})
+        else:
+            same["indices"].append(g.index)
+    for r in rows:
+        r["count"] = len(r["indices"])
+        r["where"] = _range(sorted(r["indices"]))
+        r["values"] = [r["cells"][key] or "—" for key, _ in shown]
+    missing = [head for key, head in GPU_COLUMNS if (key, head) not in shown]
+    return {
+        "rows": rows,
+        "headings": [head for _, head in shown],
+        "not_reported": missing if profile.gpus else [],
+    }
+
+
+def gpu_summary(profile: Profile) -> str:
+    """``8 × NVIDIA A100-SXM4-40GB (40.0 GiB each)``; "none" without a GPU."""
+    parts = []
+    for r in gpu_table(profile)["rows"]:
+        if r["lost"]:
+            parts.append("1 lost GPU")
+            continue
+        c = r["cells"]
+        mem = f" ({c['memory']}{' each' if r['count'] > 1 else ''})" if c["memory"] else ""
+        parts.append(f"{r['count']} × {c['name']}{mem}")
+    return "; ".join(parts) or "none"
+
+
+def no_gpu_line(profile: Profile) -> str:
+    """What the report says when no GPU was found. The driver is named only when a GPU is on the
+    PCI bus without one; a machine with no GPU is not told to install a GPU driver."""
+    on_bus = profile.platform.pci_display_devices
+    nvidia = [d for d in on_bus if d.vendor == "nvidia"]
+    if nvidia and profile.nvml.message:
+        return (
+            f"No usable GPU: {len(nvidia)} NVIDIA device(s) on the PCI bus, but "
+            f"{profile.nvml.message}"
+        )
+    return "No GPU found."
+
+
+def machine_table(profile: Profile) -> dict[str, Any]:
+    """The machine's rows, each made of the parts that are known; a row with nothing known is
+    left out and named once in ``not_reported``."""
+    c = profile.cpu
+    mem = profile.memory
+    plat = profile.platform
+    cores = ", ".join(
+        _known(
+            f"{c.physical_cores.value} physical" if c.physical_cores.value is not None else None,
+            f"{c.logical_cores.value} logical" if c.logical_cores.value is not None else None,
+            f"{c.usable_cpus.value} usable" if c.usable_cpus.value is not None else None,
+            f"{c.sockets.value} socket(s)" if c.sockets.value is not None else None,
+            f"{c.numa_nodes.value} NUMA node(s)" if c.numa_nodes.value is not None else None,
+        )
+    )
+    arch = " / ".join(_known(c.architecture.value, c.microarchitecture.value))
+    cpu = " ".join(
+        _known(
+            c.model_name.value,
+            None
+            if c.vendor.value
+            and c.model_name.value
+            and c.vendor.value.lower() in c.model_name.value.lower()
+            else f"({c.vendor.value})"
+            if c.vendor.value and c.model_name.value
+            else c.vendor.value,
+        )
+    )
+    if arch:
+        cpu = f"{cpu}, {arch}" if cpu else arch
+    memory = ", ".join(
+        _known(
+            f"{human_bytes(mem.total_bytes.value)} total"
+            if mem.total_bytes.value is not None
+            else None,
+            f"{human_bytes(mem.available_bytes.value)} available"
+            if mem.available_bytes.value is not None
+            else None,
+        )
+    )
+    os_parts = _known(
+        plat.distribution.value,
+        f"kernel {plat.kernel.value}" if plat.kernel.value else None,
+        f"container: {show_fact(plat.container)}" if plat.container.value is not None else None,
+    )
+    python = " ".join(_known(plat.python_version.value, plat.python_implementation.value))
+    isa = show_fact(c.isa_features) if c.isa_features.value is not None else ""
+    candidates = [
+        ("host", profile.host.hostname.value or ""),
+        ("system", system_line(profile.system) or ""),
+        ("CPU", cpu),
+        ("cores", cores),
+        ("DL instructions", isa),
+        ("memory", memory),
+        ("OS", ", ".join(os_parts)),
+        ("Python", python),
+        ("network", network_line(profile.network) or ""),
+    ]
+    return {
+        "rows": [(k, v) for k, v in candidates if v],
+        "not_reported": [k for k, v in candidates if not v],
+    }
+
+
+def framework_table(profile: Profile) -> dict[str, Any]:
+    """PyTorch and its CUDA libraries, known parts only (see :func:`machine_table`)."""
+    t = profile.frameworks.torch
+    if not t.installed:
+        return {"rows": [("PyTorch", brief_fact(t.version))], "not_reported": []}
+    version = " ".join(
+        _known(t.version.value, f"({t.build.value} build)" if t.build.value else None)
+    )
+    libs = ", ".join(
+        _known(
+            f"CUDA runtime {t.cuda_runtime_version.value}"
+            if t.cuda_runtime_version.value
+            else None,
+            f"cuDNN {t.cudnn_version.value}" if t.cudnn_version.value else None,
+            f"NCCL {t.nccl_version.value}" if t.nccl_version.value else None,
+        )
+    )
+    kernels = ", ".join(
+        _known(
+            t.cpu_capability.value,
+            f"{t.num_threads.value} threads" if t.num_threads.value is not None else None,
+        )
+    )
+    candidates = [
+        ("PyTorch", version),
+        ("libraries", libs),
+        (
+            "CUDA available",
+            show_fact(t.cuda_available) if t.cuda_available.value is not None else "",
+        ),
+        ("CPU kernels", kernels),
+    ]
+    return {
+        "rows": [(k, v) for k, v in candidates if v],
+        "not_reported": [k for k, v in candidates if not v],
+    }
+
+
+def headline(profile: Profile) -> list[dict[str, str]]:
+    """Page one's few figures: time here against the limit, time on the recommended hardware,
+    and memory needed against available."""
+    advice = profile.advice
+    if advice is None:
+        return []
+    me = advice.this_machine
+    limit = human_duration(me.limit_hours * 3600)
+    out = [
+        {
+            "label": "Time to train on this machine",
+            "value": human_duration(me.seconds),
+            "detail": f"limit {limit} for scenario {advice.scenario.id}",
+            "tone": "good" if me.sufficient else "bad",
+        }
+    ]
+    rec = recommended(advice)
+    if rec is not None and not me.sufficient:
+        out.append(
+            {
+                "label": "On the recommended hardware",
+                "value": human_duration(rec.seconds),
+                "detail": (
+                    f"{human_duration(rec.low_seconds)} to {human_duration(rec.high_seconds)}"
+                ),
+                "tone": "good",
+            }
+        )
+    elif advice.scale_out is not None and not me.sufficient:
+        out.append(
+            {
+                "label": f"At scale ({advice.scale_out.hardware})",
+                "value": human_duration(advice.scale_out.seconds),
+                "detail": f"{advice.scale_out.nodes} node(s), {advice.scale_out.gpus} GPUs",
+                "tone": "",
+            }
+        )
+    here = _this_machine_estimate(advice)
+    if here is not None and here.memory_needed_bytes is not None:
+        many = here.gpus > 1
+        available = (
+            human_bytes(here.memory_available_bytes) + (" per GPU" if many else "")
+            if here.memory_available_bytes is not None
+            else "unknown"
+        )
+        plan = short_plan(here.memory_plan) if here.fits_memory else ""
+        out.append(
+            {
+                "label": "Training memory",
+                "value": {True: "fits", False: "does not fit", None: "unknown"}[here.fits_memory]
+                + (f" {plan}" if plan else ""),
+                "detail": (
+                    f"needs {human_bytes(here.memory_needed_bytes)}{' in all' if many else ''};"
+                    f" {available} here"
+                ),
+                "tone": {True: "good", False: "bad", None: ""}[here.fits_memory],
+            }
+        )
+    return out
 
 
 def _this_machine_estimate(advice: Advice | None) -> HardwareEstimate | None:
@@ -297,6 +610,23 @@ def raw_facts(profile: Profile) -> list[dict[str, str]]:
         else:
             out.extend({k: v for k, v in m.items() if k != "index"} for m in members)
     return out
+
+
+def appendix_facts(profile: Profile) -> dict[str, Any]:
+    """The appendix: known facts as table rows, and the unknown ones named once per reason
+    ("not in collect_env output: cpu.vendor, cpu.model_name, …") instead of a row each. A sparse
+    imported profile stays a page, and the PDF renders in a fraction of the time."""
+    known: list[dict[str, str]] = []
+    unknown: dict[str, list[str]] = {}
+    for row in raw_facts(profile):
+        if row["value"] == "—":
+            unknown.setdefault(row["reason"] or "no reason given", []).append(row["path"])
+        else:
+            known.append(row)
+    return {
+        "known": known,
+        "unknown": [{"reason": r, "paths": ", ".join(paths)} for r, paths in unknown.items()],
+    }
 
 
 #: From this many GPUs on, each case is one row with the spread across GPUs (an 8-GPU table
@@ -456,7 +786,7 @@ def render_html(
     """
     if paper not in PAPERS:
         raise ValueError(f"paper must be one of {', '.join(PAPERS)}, not {paper!r}")
-    env = environment(template_dir)
+    env = _report_environment(template_dir)
     advice = profile.advice
     context = {
         "p": profile,
@@ -469,14 +799,26 @@ def render_html(
         "source_sha256": source_sha256,
         "this_estimate": _this_machine_estimate(advice),
         "recommended": recommended(advice),
-        "key_measurements": key_measurements(profile),
+        "key_measurements": [
+            k
+            for k in key_measurements(profile)
+            # page one shows the memory fit as a headline figure already
+            if advice is None or k["label"] != MEMORY_LABEL
+        ],
         "busy_warning": busy_warning(profile.benchmarks),
         "imported_from": imported_from(profile),
         "measurements": measurement_rows(profile.benchmarks),
         "charts": _charts(profile),
-        "facts": raw_facts(profile),
-        "system_line": system_line(profile.system),
-        "network_line": network_line(profile.network),
+        "facts": appendix_facts(profile),
+        "headline": headline(profile),
+        "limit": (
+            human_duration(advice.this_machine.limit_hours * 3600) if advice is not None else ""
+        ),
+        "machine": machine_table(profile),
+        "frameworks": framework_table(profile),
+        "gpu_table": gpu_table(profile),
+        "gpu_summary": gpu_summary(profile),
+        "no_gpu_line": no_gpu_line(profile),
     }
     return render_template(env, "report.html.j2", context)
 

@@ -83,18 +83,17 @@ def write_reports(
     if "json" in formats:
         done.files.append(write_new_file(folder / f"{stem}.json", json_text))
     sha = hashlib.sha256(json_text.encode("utf-8")).hexdigest()
+    page: str | None = None
     if "html" in formats:
-        done.files.append(
-            write_new_file(
-                folder / f"{stem}.html",
-                _html(shown, paper, template_dir, sha),
-            )
-        )
+        page = _html(shown, paper, template_dir, sha)
+        done.files.append(write_new_file(folder / f"{stem}.html", page))
     if "pdf" in formats:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
-        pdf_profile = redact_profile(profile, salt) if redact_pdf else profile
-        html = _html(pdf_profile, paper, template_dir, sha)
+        # The PDF shows what the HTML shows unless only the PDF is redacted: render once then.
+        same = page is not None and redact_all == redact_pdf
+        pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
+        html = page if same and page is not None else _html(pdf_profile, paper, template_dir, sha)
         try:
             data = render_pdf(html)
         except PdfUnavailable as exc:
