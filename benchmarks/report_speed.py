@@ -23,7 +23,12 @@ TARGETS = {"cpu-only": 2.0, "eight-gpu": 3.0}
 
 
 def main() -> None:
-    exe = shutil.which("hwadvisor") or sys.exit("hwadvisor is not installed in this environment")
+    beside = Path(sys.executable).with_name("hwadvisor")  # the venv this script runs in
+    exe = (
+        str(beside)
+        if beside.exists()
+        else shutil.which("hwadvisor") or sys.exit("hwadvisor is not installed in this environment")
+    )
     for name in ("cpu-only", "single-gpu", "eight-gpu"):
         times, size = [], 0
         for _ in range(3):

@@ -66,7 +66,8 @@ def test_page_one_gives_the_answer_first(rendered: dict[str, str]) -> None:
         assert f"limit {limit}" in one
         assert "Time to train on this machine" in one
         # The long tables come after page one.
-        assert '<table class="estimates">' not in one and '<table class="facts">' not in one
+        assert '<table class="estimates">' not in one
+        assert '<table class="facts raw-facts">' not in one
 
 
 def test_eight_identical_gpus_are_one_row(rendered: dict[str, str]) -> None:
@@ -104,7 +105,8 @@ def test_unknowns_said_once_not_cell_by_cell(rendered: dict[str, str]) -> None:
     eight = _text(rendered["eight-gpu"])
     assert "Not reported: compute capability, power limit, PCIe link" in eight
     # The appendix names unknown facts once per reason, not one table row each.
-    facts = rendered["eight-gpu"].split('<table class="facts">', 1)[1].split("</table>", 1)[0]
+    facts = rendered["eight-gpu"].split('<table class="facts raw-facts">', 1)[1]
+    facts = facts.split("</table>", 1)[0]
     assert "not in collect_env output" not in facts
     assert "not in collect_env output:" in eight
 
@@ -227,7 +229,20 @@ def test_no_meets_legend_when_nothing_meets() -> None:
 
 def test_wide_tables_scroll_on_a_screen(rendered: dict[str, str]) -> None:
     html = rendered["eight-gpu"]
-    for cls in ("estimates", "gpus", "measurements", "facts"):
+    for cls in ("estimates", "gpus", "measurements", "facts raw-facts"):
         assert f'<div class="scroll"><table class="{cls}">' in html
     assert ".scroll { overflow-x: auto;" in html
     assert "@media screen and (max-width: 640px)" in html
+
+
+def test_the_rule_trace_is_in_words_as_in_the_terminal(rendered: dict[str, str]) -> None:
+    from hwadvisor.render.summaries import rule_evidence
+
+    profile = load_profile(REPORTS / "cpu-only.json")
+    assert profile.advice is not None
+    trace = rendered["cpu-only"].split("<h2>How the scenario was chosen</h2>", 1)[1]
+    trace = trace.split("</table>", 1)[0]
+    assert "_at_most=" not in trace and "cpu_hours" not in trace and "=True" not in trace
+    for entry in profile.advice.trace:
+        assert f"<td>{rule_evidence(entry)}</td>" in trace
+    assert "at most 2 h" in trace  # the quick-on-a-cpu rule's bound, as a duration

@@ -21,7 +21,7 @@ from rich.measure import Measurement as Measure
 from rich.table import Table
 from rich.text import Text
 
-from hwadvisor.model.advice import Advice, TraceEntry
+from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
@@ -29,6 +29,7 @@ from hwadvisor.render.summaries import (
     key_figures,
     network_line,
     recommendation_line,
+    rule_evidence,
     system_line,
 )
 from hwadvisor.units import (
@@ -36,7 +37,6 @@ from hwadvisor.units import (
     duration_range,
     fact_text,
     format_rate,
-    format_value,
     hours_text,
     human_bytes,
     human_duration,
@@ -974,50 +974,6 @@ def _cost_table(advice: Advice) -> Table | None:
     return table
 
 
-_ROLES = {
-    "cpu": "desktop CPU",
-    "mid_gpu": "mid-range GPU",
-    "single_gpu": "high-end GPU",
-    "workstation": "workstation",
-    "node": "cloud node",
-}
-
-
-def _role(metric: str) -> str:
-    for role, name in _ROLES.items():
-        if metric.startswith(role + "_"):
-            return name
-    return metric.replace("_", " ")
-
-
-def _evidence(t: TraceEntry) -> str:
-    """What a rule looked at, in words: "desktop CPU: 74 days (at most 2 h)"."""
-    ev = t.evidence
-    parts = []
-    for key, want in ev.items():
-        value: Any
-        if key.endswith(("_at_most", "_at_least")):
-            metric = key.rsplit("_at_", 1)[0]
-            bound = "at most" if key.endswith("_at_most") else "at least"
-            value = ev.get(metric)
-            if metric.endswith("_hours"):
-                shown = "no estimate" if value is None else hours_text(float(value))
-                parts.append(f"{_role(metric)}: {shown} ({bound} {hours_text(float(want or 0))})")
-            elif metric == "memory_gb":
-                shown = "unknown" if value is None else human_bytes(float(value) * 1e9)
-                parts.append(
-                    f"training memory: {shown} ({bound} {human_bytes(float(want or 0) * 1e9)})"
-                )
-            else:
-                parts.append(f"{metric.replace('_', ' ')}: {value} ({bound} {want})")
-        elif key.endswith("_fits"):
-            shown = format_value(want)
-            parts.append(f"fits a {_role(key)}: {shown}")
-        elif key == "workload_kind":
-            parts.append(f"workload: {want}")
-    return "; ".join(parts) or "always (the last rule)"
-
-
 def _trace_table(advice: Advice) -> Table:
     table = Table(
         title="How the rules decided (the first that holds wins)",
@@ -1033,7 +989,7 @@ def _trace_table(advice: Advice) -> Table:
         table.add_row(
             Text("yes", style="green") if t.matched else Text("no", style="dim"),
             Text(t.rule),
-            Flow(Text(_evidence(t), style="" if t.matched else "dim")),
+            Flow(Text(rule_evidence(t), style="" if t.matched else "dim")),
         )
     return table
 

@@ -22,7 +22,7 @@ from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.render.charts import all_charts
-from hwadvisor.render.summaries import gpu_health, network_line, system_line
+from hwadvisor.render.summaries import gpu_health, network_line, rule_evidence, system_line
 from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
 
 PAPERS = ("A4", "Letter")
@@ -89,6 +89,7 @@ def environment(template_dir: Path | None = None) -> Any:
     env.filters["fact"] = brief_fact
     env.filters["plan"] = short_plan
     env.filters["gpu_health"] = gpu_health
+    env.filters["evidence"] = rule_evidence
     return env
 
 

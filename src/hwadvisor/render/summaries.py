@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from hwadvisor.model.advice import Advice, HardwareEstimate
+from hwadvisor.model.advice import Advice, HardwareEstimate, TraceEntry
 from hwadvisor.model.bench import Benchmarks, BenchStatus
 from hwadvisor.model.profile import GpuInfo, NetworkInfo, Profile, SystemInfo
-from hwadvisor.units import duration_with_range, format_rate, human_bytes, short_plan
+from hwadvisor.units import (
+    duration_with_range,
+    format_rate,
+    format_value,
+    hours_text,
+    human_bytes,
+    short_plan,
+)
 
 _K = TypeVar("_K")
 
@@ -247,3 +254,47 @@ def _memory_figure(here: HardwareEstimate) -> tuple[str, str, str] | None:
         f"{human_bytes(here.memory_needed_bytes)} needed, {available} {where}",
         fits,
     )
+
+
+_ROLES = {
+    "cpu": "desktop CPU",
+    "mid_gpu": "mid-range GPU",
+    "single_gpu": "high-end GPU",
+    "workstation": "workstation",
+    "node": "cloud node",
+}
+
+
+def _role(metric: str) -> str:
+    for role, name in _ROLES.items():
+        if metric.startswith(role + "_"):
+            return name
+    return metric.replace("_", " ")
+
+
+def rule_evidence(t: TraceEntry) -> str:
+    """What a rule looked at, in words: "desktop CPU: 74 days (at most 2 h)"."""
+    ev = t.evidence
+    parts = []
+    for key, want in ev.items():
+        value: Any
+        if key.endswith(("_at_most", "_at_least")):
+            metric = key.rsplit("_at_", 1)[0]
+            bound = "at most" if key.endswith("_at_most") else "at least"
+            value = ev.get(metric)
+            if metric.endswith("_hours"):
+                shown = "no estimate" if value is None else hours_text(float(value))
+                parts.append(f"{_role(metric)}: {shown} ({bound} {hours_text(float(want or 0))})")
+            elif metric == "memory_gb":
+                shown = "unknown" if value is None else human_bytes(float(value) * 1e9)
+                parts.append(
+                    f"training memory: {shown} ({bound} {human_bytes(float(want or 0) * 1e9)})"
+                )
+            else:
+                parts.append(f"{metric.replace('_', ' ')}: {value} ({bound} {want})")
+        elif key.endswith("_fits"):
+            shown = format_value(want)
+            parts.append(f"fits a {_role(key)}: {shown}")
+        elif key == "workload_kind":
+            parts.append(f"workload: {want}")
+    return "; ".join(parts) or "always (the last rule)"
