@@ -425,3 +425,19 @@ def test_firmware_network_and_gpu_health_changes_are_shown_and_never_probed_fact
     sections = {c.section for c in d.changes}
     assert "system" not in sections and "network" not in sections
     assert not any(c.field == "vbios_version" for c in d.changes)
+
+
+def test_gpus_added_together_are_one_summary_sentence() -> None:
+    a, b = _gpu_profile(), _gpu_profile()
+    b.gpus = [
+        _gpu(
+            i, "NVIDIA A100-SXM4-40GB" if i else "NVIDIA GeForce RTX 4090", f"0000:{i + 1:02x}:00.0"
+        )
+        for i in range(8)
+    ]
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert "GPUs 1–7 added: 7 × NVIDIA A100-SXM4-40GB" in d.summary
+    assert not any(line.startswith("GPU 2 added") for line in d.summary)
+    b.gpus = b.gpus[:2]
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert "GPU 1 added: NVIDIA A100-SXM4-40GB" in d.summary

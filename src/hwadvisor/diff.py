@@ -389,6 +389,36 @@ def _change_sentence(c: FieldChange) -> str:
     return f"{c.section}.{c.field}: {c.before} → {c.after}"
 
 
+def _top_change_sentences(ranked: list[FieldChange], limit: int) -> list[str]:
+    """The first ``limit`` changes in words; GPUs of one model added or removed together are one
+    sentence ("GPUs 1–7 added: 7 × NVIDIA A100-SXM4-40GB"), not seven."""
+    items: list[FieldChange | tuple[str, str]] = []
+    gpus: dict[tuple[str, str], list[int]] = {}
+    for c in ranked:
+        index = c.section.split()[-1]
+        if c.section.startswith("GPU ") and c.field == "gpu" and index.isdigit():
+            key = ("added", c.after or "") if c.before is None else ("removed", c.before)
+            if key not in gpus:
+                gpus[key] = []
+                items.append(key)
+            gpus[key].append(int(index))
+        else:
+            items.append(c)
+    out = []
+    for item in items[:limit]:
+        if isinstance(item, FieldChange):
+            out.append(_change_sentence(item))
+            continue
+        indices = sorted(gpus[item])
+        if len(indices) == 1:
+            out.append(f"GPU {indices[0]} {item[0]}: {item[1]}")
+        else:
+            runs = indices == list(range(indices[0], indices[-1] + 1))
+            which = f"{indices[0]}–{indices[-1]}" if runs else ", ".join(map(str, indices))
+            out.append(f"GPUs {which} {item[0]}: {len(indices)} × {item[1]}")
+    return out
+
+
 def _summary(
     a: Profile,
     b: Profile,
@@ -405,8 +435,7 @@ def _summary(
         out.append(
             f"{len(changes)} hardware or software fact(s) differ between {a_label} and {b_label}."
         )
-        ranked = sorted(changes, key=_priority)
-        out += [_change_sentence(c) for c in ranked[:2]]
+        out += _top_change_sentences(sorted(changes, key=_priority), 2)
     else:
         out.append(f"No hardware or software change between {a_label} and {b_label}.")
 
