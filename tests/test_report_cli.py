@@ -91,9 +91,11 @@ def test_diff_terminal_json_html_and_pdf(
     a, b = REPORTS / "single-gpu.json", REPORTS / "eight-gpu.json"
     assert main(["diff", str(a), str(b), "--json", "-"]) == ExitStatus.OK
     data = json.loads(capsys.readouterr().out)
-    assert any("GPU 1 added" in line for line in data["summary"])
+    added = "GPUs 1–7 added: 7 × NVIDIA A100-SXM4-40GB"
+    assert added in data["summary"]
     html, pdf = tmp_path / "d.html", tmp_path / "d.pdf"
     assert main(["diff", str(a), str(b), "--html", str(html), "--pdf", str(pdf)]) == 0
     assert "Profile diff" in html.read_text()
-    assert "GPU 1 added" in _pdf_text(pdf)
+    assert "GPUs 1–7 added" in _pdf_text(pdf)
+    assert "Profile diff ·" in _pdf_text(pdf) and "Hardware report" not in _pdf_text(pdf)
     assert "Changed facts" in capsys.readouterr().out

@@ -281,3 +281,20 @@ def test_diff_fits_80_columns_and_keeps_field_names_whole() -> None:
     assert "GPU 1–7" in text  # seven GPUs added, said once
     assert "cuda:1–7" in text
     assert "23.8 TFLOP/s" in text and "×0.65 worse" in text
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+@pytest.mark.parametrize("workload", ["llm-7b-lora", "resnet50-imagenet", "llm-7b-pretrain"])
+def test_the_whole_answer_fits_15_lines_before_the_details(name: str, workload: str) -> None:
+    """Verdict, scenario, recommended class, reasons and key figures: all of it above the first
+    detail table, in at most 15 lines at 80 columns."""
+    profile = load_profile(REPORTS / f"{name}.json")
+    profile.advice = advise(profile, get_workload(workload))
+    lines = _summary(profile).splitlines()
+    end = next(n for n, line in enumerate(lines) if n and line.strip() in ("Machine",))
+    opening = [line for line in lines[:end] if line.strip()]
+    said = "\n".join(opening)
+    assert "Recommended hardware class" in said and "Key figures" in said
+    assert len(opening) <= 15, said
+    # Said once: as a key figure, or (when it does not fit) as a reason line, not both.
+    assert said.count("training memory") + said.count("• memory:") == 1

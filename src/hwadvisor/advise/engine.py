@@ -238,8 +238,8 @@ def advise(
         hours = (best.seconds or 0) / 3600
         within = "within" if hours <= limit_hours else "over"
         reasons.append(
-            f"{best.hardware}: about {_fmt_hours(hours)} ({within} the limit of "
-            f"{_fmt_hours(limit_hours)} for “{title}”)"
+            f"{best.hardware}: about {_fmt_hours(hours)} "
+            f"({within} the scenario's limit of {_fmt_hours(limit_hours)})"
         )
         if needs_gpu and not best.gpus and best.meets_scenario:
             reasons.append(

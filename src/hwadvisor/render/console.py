@@ -818,6 +818,10 @@ def _diagnostics(p: Profile) -> RenderableType | None:
 def _key_figures(profile: Profile | None, advice: Advice | None) -> list[RenderableType]:
     """ "GPU matrix multiply (bf16): 215.3 TFLOP/s (cuda:0, 69% of peak)", one line each."""
     figures = key_figures(profile, advice)
+    labels = " ".join(label for label, _, _ in figures)
+    if "GPU matrix multiply" in labels and "training step" in labels:
+        # The training step's speed-up already sets the CPU beside the GPU: keep it short.
+        figures = [f for f in figures if not f[0].startswith("CPU matrix multiply")]
     if not figures:
         return []
     out: list[RenderableType] = [Text("Key figures", style="bold")]
@@ -857,15 +861,20 @@ def _headline(advice: Advice, profile: Profile | None) -> list[RenderableType]:
         Flow(
             Text.assemble(
                 ("Needs: ", "bold"),
-                f"Scenario {s.id} of 4, {s.title} ({s.confidence} confidence). ",
-                (_named(s.because), "dim"),
+                f"Scenario {s.id} of 4, {s.title} ({s.confidence} confidence).",
             ),
             indent=2,
         ),
         _recommendation(advice),
     ]
-    out += _bullets(me.reasons)
-    return out + _key_figures(profile, advice) + [Text("")]
+    figures = _key_figures(profile, advice)
+    # The memory figure is a key figure: its reason line would say it a second time.
+    memory_shown = any(
+        label.startswith("training memory") for label, _, _ in key_figures(profile, advice)
+    )
+    reasons = [r for r in me.reasons if not (memory_shown and r.startswith("memory:"))]
+    out += _bullets(reasons)
+    return out + figures + [Text("")]
 
 
 def _glance(p: Profile) -> list[RenderableType]:
@@ -996,7 +1005,12 @@ def _trace_table(advice: Advice) -> Table:
 
 def _details(advice: Advice) -> list[RenderableType]:
     notes = _Notes()
-    out: list[RenderableType] = [_time_table(advice, notes), *notes.lines()]
+    s = advice.scenario
+    out: list[RenderableType] = [
+        Flow(Text(f"Why scenario {s.id} ({s.title}): {_named(s.because)}", style="dim"), indent=2),
+        _time_table(advice, notes),
+        *notes.lines(),
+    ]
     cost = _cost_table(advice)
     if cost is not None:
         out += [Text(""), cost]
