@@ -298,3 +298,13 @@ def test_the_whole_answer_fits_15_lines_before_the_details(name: str, workload: 
     assert len(opening) <= 15, said
     # Said once: as a key figure, or (when it does not fit) as a reason line, not both.
     assert said.count("training memory") + said.count("• memory:") == 1
+
+
+def test_the_cpu_vendor_is_not_repeated_after_a_model_that_names_it() -> None:
+    profile = _profile("cpu-only")
+    profile.cpu.vendor = fact("AMD", Source.PROCFS)
+    profile.cpu.model_name = fact("AMD EPYC 7B13", Source.PROCFS)
+    assert "AMD EPYC 7B13 (AMD)" not in _summary(profile)
+    profile.cpu.vendor = fact("ARM", Source.PROCFS)
+    profile.cpu.model_name = fact("Neoverse-N1", Source.PROCFS)
+    assert "Neoverse-N1 (ARM)" in _summary(profile)

@@ -278,8 +278,12 @@ def _cpu_table(p: Profile) -> RenderableType:
     )
     if isinstance(cores, Text) and c.performance_cores.value is not None:
         cores.append(f" ({c.performance_cores.value} P + {c.efficiency_cores.value} E)")
+    # The vendor only where the model name does not already say it ("AMD EPYC", not
+    # "AMD EPYC (AMD)"; "Neoverse-N1 (ARM)").
+    vendor = c.vendor.value if c.vendor.known else None
+    said = vendor is not None and vendor.lower() in (c.model_name.value or "").lower()
     model: Text | Unknown = (
-        Text.assemble(show(c.model_name), f" ({c.vendor.value})" if c.vendor.known else "")
+        Text.assemble(show(c.model_name), f" ({vendor})" if vendor and not said else "")
         if c.model_name.known
         else _parts((c.vendor, str, "{}"))
     )
@@ -705,7 +709,11 @@ def _bench_row(
         return row + [Text("")] * (3 if wide else 2)
     if m.disturbances:
         flag = "the machine was busy" if m.device == "cpu" else "the GPU was disturbed"
-        threads = f" (measured with {m.threads} threads)" if m.device == "cpu" and m.threads else ""
+        threads = (
+            f" (measured with {m.threads} thread{'s' if m.threads != 1 else ''})"
+            if m.device == "cpu" and m.threads
+            else ""
+        )
         marks.append(f"{flag} while this was measured{threads}: likely low")
     elif m.confidence == Confidence.LOW:
         low.append(what)
