@@ -225,6 +225,18 @@ def _parts(*items: tuple[Fact[Any], Callable[[Any], str], str], sep: str = ", ")
     return Text(sep.join(out))
 
 
+def _titled(title: str, *, style: str = "bold", header: bool = True) -> Table:
+    """A section's table: its title flush left, a rule under the header, no outer padding."""
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style=style,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_header=header,
+    )
+
+
 def _kv_table(title: str, rows: Iterable[Row]) -> RenderableType:
     """A titled key–value table; rows that are unknown for the same reason become one "not
     known" row, and a table with nothing known one line."""
@@ -238,14 +250,7 @@ def _kv_table(title: str, rows: Iterable[Row]) -> RenderableType:
         reason = next(iter(by_reason)) or "not reported"
         line = Text.assemble((title, "bold"), ": ", (f"unknown ({reason})", "dim"))
         return Group(Flow(line), Text(""))
-    table = Table(
-        title=title,
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        show_header=False,
-    )
+    table = _titled(title, header=False)
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value")
     for key, value in rows:
@@ -474,9 +479,7 @@ def _gpu_table(p: Profile) -> RenderableType:
     shown = [(key, head) for key, head in _GPU_COLUMNS if any(r[2][key] for r in rows)]
     missing = [head for key, head in _GPU_COLUMNS if (key, head) not in shown]
     backends = {g.backend for g in p.gpus}
-    table = Table(
-        title="GPUs", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False
-    )
+    table = _titled("GPUs")
     table.add_column("#", no_wrap=True)
     table.add_column("GPU")
     for _, head in shown:
@@ -744,13 +747,7 @@ def _bench(p: Profile, width: int) -> RenderableType | None:
     if b.status != BenchStatus.OK:
         return _kv_table("Benchmarks", [(b.status.value, Text(b.message or "", style="dim"))])
     threads = f", {_plural(b.threads, 'CPU thread')}" if b.threads else ""
-    table = Table(
-        title=f"Benchmarks ({human_duration(b.duration_seconds)}{threads})",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = _titled(f"Benchmarks ({human_duration(b.duration_seconds)}{threads})")
     wide = width >= WIDE
     table.add_column("device", no_wrap=True)
     table.add_column("case")
@@ -801,13 +798,7 @@ def _diagnostics(p: Profile) -> RenderableType | None:
     bad = [r for r in p.diagnostics.probes if r.status in (ProbeStatus.FAILED, ProbeStatus.TIMEOUT)]
     if not bad:
         return None
-    table = Table(
-        title="Probes that did not complete",
-        title_justify="left",
-        title_style="bold red",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = _titled("Probes that did not complete", style="bold red")
     table.add_column("probe", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("time", no_wrap=True)
@@ -940,13 +931,7 @@ def _glance(p: Profile) -> list[RenderableType]:
 
 def _time_table(advice: Advice, notes: _Notes) -> Table:
     me = advice.this_machine
-    table = Table(
-        title="Time to train",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = _titled("Time to train")
     table.add_column("hardware", ratio=1)
     table.add_column("time", no_wrap=True, justify="right")
     table.add_column("range", no_wrap=True)
@@ -971,13 +956,7 @@ def _cost_table(advice: Advice) -> Table | None:
     rows = [e for e in advice.estimates if e.run_cost is not None or e.purchase_cost is not None]
     if advice.currency is None or not rows:
         return None
-    table = Table(
-        title=f"Cost ({advice.currency})",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = _titled(f"Cost ({advice.currency})")
     table.add_column("hardware", ratio=1)
     for head in ("rent this run", "buy", "buying pays off after"):
         table.add_column(head, no_wrap=True, justify="right")
@@ -992,13 +971,7 @@ def _cost_table(advice: Advice) -> Table | None:
 
 
 def _trace_table(advice: Advice) -> Table:
-    table = Table(
-        title="How the rules decided (the first that holds wins)",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = _titled("How the rules decided (the first that holds wins)")
     table.add_column("holds", no_wrap=True)
     table.add_column("rule", no_wrap=True)
     table.add_column("what it looked at")

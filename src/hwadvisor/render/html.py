@@ -17,12 +17,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from hwadvisor.errors import InputError
-from hwadvisor.model.advice import Advice, HardwareEstimate
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.render.charts import all_charts
-from hwadvisor.render.summaries import gpu_health, network_line, rule_evidence, system_line
+from hwadvisor.render.summaries import (
+    best_measurement,
+    gpu_health,
+    network_line,
+    recommended,
+    rule_evidence,
+    system_line,
+    this_machine_estimate,
+)
 from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
 
 PAPERS = ("A4", "Letter")
@@ -123,25 +130,6 @@ def _label(m: Measurement) -> str:
     return " ".join(x for x in (m.case.replace("_", " "), m.precision, m.variant) if x)
 
 
-def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]) -> Any:
-    """The best OK run of ``case`` on the CPU (or on any GPU), in the first precision found."""
-    if bench is None:
-        return None
-    for precision in precisions:
-        rows = [
-            m
-            for m in bench.measurements
-            if m.case == case
-            and m.precision == precision
-            and m.status == BenchStatus.OK
-            and m.best is not None
-            and (m.device == "cpu") == cpu
-        ]
-        if rows:
-            return max(rows, key=lambda m: m.best or 0.0)
-    return None
-
-
 def _threads(count: int | None) -> str:
     return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
 
@@ -153,7 +141,7 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
     """The 3–5 figures that justify the verdict, as label/value/detail strings."""
     b = profile.benchmarks
     rows: list[dict[str, str]] = []
-    cpu = _best(b, "matmul", True, ("fp32",))
+    cpu = best_measurement(b, "matmul", True, ("fp32",))
     if cpu is not None:
         rows.append(
             {
@@ -171,7 +159,7 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
                 ),
             }
         )
-    gpu = _best(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
+    gpu = best_measurement(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
     if gpu is not None:
         eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
         rows.append(
@@ -194,7 +182,7 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
                 }
             )
         if not b.training_speedup:
-            step = _best(b, "train_step", True, ("fp32", "amp", "bf16"))
+            step = best_measurement(b, "train_step", True, ("fp32", "amp", "bf16"))
             if step is not None:
                 rows.append(
                     {
@@ -203,7 +191,7 @@ def key_measurements(profile: Profile) -> list[dict[str, str]]:
                         "detail": "no GPU step to compare",
                     }
                 )
-    here = _this_machine_estimate(profile.advice)
+    here = this_machine_estimate(profile.advice)
     if here is not None and here.memory_needed_bytes is not None:
         available = (
             human_bytes(here.memory_available_bytes)
@@ -505,7 +493,7 @@ def headline(profile: Profile) -> list[dict[str, str]]:
                 "tone": "",
             }
         )
-    here = _this_machine_estimate(advice)
+    here = this_machine_estimate(advice)
     if here is not None and here.memory_needed_bytes is not None:
         many = here.gpus > 1
         available = (
@@ -527,27 +515,6 @@ def headline(profile: Profile) -> list[dict[str, str]]:
             }
         )
     return out
-
-
-def _this_machine_estimate(advice: Advice | None) -> HardwareEstimate | None:
-    """The this-machine row that decides: the GPUs where there are some, else the CPU."""
-    if advice is None:
-        return None
-    mine = [e for e in advice.estimates if e.origin == "this-machine"]
-    for e in mine:
-        if e.hardware == advice.this_machine.hardware:
-            return e
-    return mine[-1] if mine else None
-
-
-def recommended(advice: Advice | None) -> HardwareEstimate | None:
-    """The first rung of the candidate ladder (cheapest first) that meets the scenario."""
-    if advice is None:
-        return None
-    for e in advice.estimates:
-        if e.origin != "this-machine" and e.meets_scenario:
-            return e
-    return None
 
 
 def _walk_facts(model: BaseModel, prefix: str) -> Iterator[tuple[str, Fact[Any]]]:
@@ -798,7 +765,7 @@ def render_html(
         "tool_version": profile.tool.version,
         "schema_version": profile.schema_version,
         "source_sha256": source_sha256,
-        "this_estimate": _this_machine_estimate(advice),
+        "this_estimate": this_machine_estimate(advice),
         "recommended": recommended(advice),
         "key_measurements": [
             k

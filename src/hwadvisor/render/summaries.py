@@ -171,7 +171,9 @@ def scenario_name(scenario_id: int, title: str) -> str:
     return f"scenario {scenario_id} of 4 ({title})"
 
 
-def _best(bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]) -> Any:
+def best_measurement(
+    bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]
+) -> Any:
     """The best OK run of ``case`` on the CPU (or on any GPU), in the first precision found."""
     if bench is None:
         return None
@@ -195,13 +197,13 @@ def key_figures(profile: Profile | None, advice: Advice | None) -> list[tuple[st
     matrix multiply, the GPU's speed-up on a training step, the memory that decides."""
     rows: list[tuple[str, str, str]] = []
     b = profile.benchmarks if profile is not None else None
-    cpu = _best(b, "matmul", True, ("fp32",))
+    cpu = best_measurement(b, "matmul", True, ("fp32",))
     if cpu is not None:
         threads = cpu.threads or (b.threads if b else None)
         busy = "; machine busy" if cpu.disturbances else ""
         detail = f"{threads} thread{'s' if threads != 1 else ''}" if threads else ""
         rows.append(("CPU matrix multiply (fp32)", format_rate(cpu.best, cpu.unit), detail + busy))
-    gpu = _best(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
+    gpu = best_measurement(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
     if gpu is not None:
         eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
         rows.append(
