@@ -186,24 +186,3 @@ def test_os_release_parsing(tmp_path: Path) -> None:
     release.write_text('NAME="Ubuntu"\nID=ubuntu\nID_LIKE="debian"\n')
     assert pdfmod._os_release_ids(release) == {"ubuntu", "debian"}
     assert pdfmod._os_release_ids(tmp_path / "missing") == set()
-
-
-def test_warm_up_loads_in_the_background_and_a_broken_load_is_left_to_the_render(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    thread = pdfmod.warm_up()
-    thread.join(timeout=60)
-    assert not thread.is_alive() and "weasyprint" in sys.modules
-    # Without WeasyPrint the warm-up ends quietly; the report says why there is no PDF.
-    monkeypatch.setitem(sys.modules, "weasyprint", None)
-    monkeypatch.delitem(sys.modules, "weasyprint.urls", raising=False)
-    failed = pdfmod.warm_up()
-    failed.join(timeout=60)
-    assert not failed.is_alive()
-    from hwadvisor.model.load import load_profile
-    from hwadvisor.render.report import write_reports
-
-    profile = load_profile(Path(__file__).parent / "fixtures" / "reports" / "cpu-only.json")
-    done = write_reports(profile, folder=tmp_path, stem="r", formats=["html", "pdf"])
-    assert [p.name for p in done.files] == ["r.html"]
-    assert any(w.startswith("no PDF: ") for w in done.warnings), done.warnings

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import logging
 import platform
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,24 +108,6 @@ def _load() -> tuple[Any, Any]:
     except (ImportError, OSError) as exc:
         raise _unavailable(exc) from exc
     return weasyprint, urls
-
-
-def warm_up() -> threading.Thread:
-    """Load WeasyPrint and lay out a one-line page in a background thread, while the caller
-    draws the charts and the HTML: much of it (Pango, fontconfig's font scan) runs in C without
-    holding the GIL, so on a machine with two cores the PDF starts about 0.3 s sooner. Join the
-    thread before :func:`render_pdf`; a failure here is left for :func:`render_pdf` to report."""
-
-    def load() -> None:
-        try:
-            weasyprint, _ = _load()
-            weasyprint.HTML(string="<p>hwadvisor</p>", base_url=None).render()
-        except Exception:  # noqa: BLE001 - render_pdf loads again and says what is wrong
-            return
-
-    thread = threading.Thread(target=load, name="hwadvisor-pdf-warm-up", daemon=True)
-    thread.start()
-    return thread
 
 
 def pdf_available() -> tuple[bool, str | None]:

@@ -73,11 +73,6 @@ def write_reports(
 
     done = Written()
     stem = _free_stem(folder, stem, formats)
-    warm = None
-    if "pdf" in formats:
-        from hwadvisor.render.pdf import warm_up
-
-        warm = warm_up()  # while the charts and the HTML are drawn
     salt = default_salt()
     redact_all = bool(redact)
     redact_pdf = redact is not False
@@ -99,8 +94,6 @@ def write_reports(
         same = page is not None and redact_all == redact_pdf
         pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
         html = page if same and page is not None else _html(pdf_profile, paper, template_dir, sha)
-        if warm is not None:
-            warm.join()
         try:
             data = render_pdf(html)
         except PdfUnavailable as exc:
