@@ -246,3 +246,13 @@ def test_the_rule_trace_is_in_words_as_in_the_terminal(rendered: dict[str, str])
     for entry in profile.advice.trace:
         assert f"<td>{rule_evidence(entry)}</td>" in trace
     assert "at most 2 h" in trace  # the quick-on-a-cpu rule's bound, as a duration
+
+
+def test_page_one_machine_rows_are_known_facts_and_the_rest_is_named_once(
+    rendered: dict[str, str],
+) -> None:
+    for name, expect_note in (("eight-gpu", True), ("cpu-only", False)):
+        glance = rendered[name].split('<table class="kv glance">', 1)[1].split("<h3>", 1)[0]
+        assert "unknown" not in glance
+        assert ("Not reported: CPU, memory." in glance) is expect_note
+    assert "<th>Memory</th><td>23.5 GiB</td>" in rendered["cpu-only"]
