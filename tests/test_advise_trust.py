@@ -103,7 +103,7 @@ def test_contended_and_low_confidence_figures_are_set_aside_too() -> None:
     contended = advise(_cpu_profile(Disturbance.CPU_CONTENDED), w).estimates[0]
     assert not contended.calibrated and "cpu contended" in contended.basis
     noisy = advise(_cpu_profile(confidence=Confidence.LOW), w).estimates[0]
-    assert not noisy.calibrated and "low confidence" in noisy.basis
+    assert not noisy.calibrated and "runs disagreed too much" in noisy.basis
     noisy_fewer = _cpu_profile(Disturbance.FEWER_THREADS, confidence=Confidence.LOW)
     assert not advise(noisy_fewer, w).estimates[0].calibrated
 

@@ -34,6 +34,7 @@ from hwadvisor.catalog.schema import (
     read_text,
 )
 from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.units import human_duration
 
 __all__ = [
     "DEVICE_CLASSES",
@@ -606,13 +607,6 @@ def _figure(value: float) -> str:
     return f"{rounded:,.0f}" if 10 <= rounded < 1e6 else f"{rounded:.2g}"
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
-        if seconds >= 2 * size:
-            return f"{_figure(seconds / size)} {unit}"
-    return f"{_figure(seconds)} s"
-
-
 def estimate(
     w: Workload,
     *,
@@ -631,7 +625,7 @@ def estimate(
     seconds = flops / (rate_flops * efficiency)
     basis = (
         f"{flops:.2g} FLOPs / ({rate_flops / 1e12:.3g} TFLOP/s peak × {efficiency:.0%} "
-        f"efficiency) ≈ {_duration(seconds)}, range ×{band[0]:g}–×{band[1]:g}"
+        f"efficiency) ≈ {human_duration(seconds)}, range ×{band[0]:g}–×{band[1]:g}"
     )
     return Estimate(
         seconds=_round_significant(seconds),
@@ -660,7 +654,7 @@ def estimate_cpu_work(
     seconds = w.cpu_core_seconds * w.epochs / (cores * min(1.0, efficiency))
     basis = (
         f"{_figure(w.cpu_core_seconds * w.epochs)} core-seconds / ({cores} cores × "
-        f"{efficiency:.0%} parallel efficiency) ≈ {_duration(seconds)}"
+        f"{efficiency:.0%} parallel efficiency) ≈ {human_duration(seconds)}"
     )
     return Estimate(
         seconds=_round_significant(seconds),

@@ -141,7 +141,7 @@ def _distrust_note(ms: list[Measurement | None]) -> str | None:
         return None
     why = sorted({d.value.replace("_", " ") for m in bad for d in m.disturbances})
     if not why:
-        why = ["inconsistent blocks (low confidence)"]
+        why = ["its repeated runs disagreed too much to trust"]
     return (
         f"measured figures set aside ({', '.join(why)}): scan again on an idle machine for an "
         "estimate calibrated to it"
