@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import socket
 import sys
 import threading
@@ -186,3 +187,105 @@ def test_os_release_parsing(tmp_path: Path) -> None:
     release.write_text('NAME="Ubuntu"\nID=ubuntu\nID_LIKE="debian"\n')
     assert pdfmod._os_release_ids(release) == {"ubuntu", "debian"}
     assert pdfmod._os_release_ids(tmp_path / "missing") == set()
+
+
+# --------------------------------------------------------------------------------------------
+# The forked helper: WeasyPrint loads beside the charts; every failure falls back to here
+
+needs_fork = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or pdfmod._usable_cpus() < 2,
+    reason="the helper is forked on Linux with two or more usable CPUs",
+)
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def _pages(data: bytes) -> list[str]:
+    from pypdf import PdfReader
+
+    return [page.extract_text() for page in PdfReader(io.BytesIO(data)).pages]
+
+
+HTML = "<h1>Is this machine enough?</h1><p>" + "A100 " * 400 + "</p>"
+
+
+@needs_fork
+def test_the_helper_renders_what_this_process_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    with pdfmod.PdfWorker() as worker:
+        pid = worker._pid
+        assert pid is not None  # forked
+        data = worker.render(HTML)
+    assert _reaped(pid)
+    assert _pages(data) == _pages(render_pdf(HTML))
+
+
+@needs_fork
+def test_a_helper_that_dies_leaves_the_pdf_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    monkeypatch.setattr(pdfmod, "_child", lambda *_: os._exit(3))
+    with pdfmod.PdfWorker() as worker:
+        pid = worker._pid
+        data = worker.render(HTML)
+    assert pid is not None and _reaped(pid)
+    assert "Is this machine enough?" in _pages(data)[0]
+
+
+@needs_fork
+def test_without_weasyprint_the_helper_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "weasyprint", None)
+    monkeypatch.delitem(sys.modules, "weasyprint.urls", raising=False)
+    with pdfmod.PdfWorker() as worker, pytest.raises(PdfUnavailable) as info:
+        worker.render(HTML)
+    assert pdfmod.install_hint() in str(info.value) and "\n" not in str(info.value)
+
+
+@needs_fork
+def test_ctrl_c_or_an_error_here_stops_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    with pytest.raises(RuntimeError), pdfmod.PdfWorker() as worker:  # the charts failed
+        pid = worker._pid
+        raise RuntimeError("a chart failed")
+    assert pid is not None and _reaped(pid)
+
+    def interrupted(_fd: int) -> bytes:
+        raise KeyboardInterrupt
+
+    with pdfmod.PdfWorker() as worker:
+        pid = worker._pid
+        monkeypatch.setattr(pdfmod, "_read_all", interrupted)  # here, after the fork
+        with pytest.raises(KeyboardInterrupt):
+            worker.render(HTML)
+    assert pid is not None and _reaped(pid)
+
+
+def test_no_helper_where_it_cannot_help_or_is_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(pdfmod.IN_PROCESS_ENV, "1")
+    with pdfmod.PdfWorker() as worker:
+        assert worker._pid is None
+        assert _pages(worker.render(HTML))
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV)
+    monkeypatch.setattr(pdfmod, "_usable_cpus", lambda: 1)
+    with pdfmod.PdfWorker() as worker:
+        assert worker._pid is None
+    monkeypatch.setattr(pdfmod, "_usable_cpus", lambda: 2)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with pdfmod.PdfWorker() as worker:
+            assert worker._pid is None  # a fork would copy no other thread, nor its locks
+    finally:
+        stop.set()
+        other.join()

@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwadvisor.errors import UsageError
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.jsonio import to_json, write_new_file
+
+if TYPE_CHECKING:
+    from hwadvisor.render.pdf import PdfWorker
 
 FORMATS = ("json", "html", "pdf")
 PAPERS = ("A4", "Letter")
@@ -69,9 +73,37 @@ def write_reports(
     ``source_text`` is the JSON the report is rendered from (a saved file's exact text); by
     default the profile's own JSON. Its SHA-256 goes into the report's appendix.
     """
-    from hwadvisor.redact import default_salt, redact_profile, salt_warning
 
     done = Written()
+    if "pdf" not in formats:
+        _write_formats(
+            done, None, profile, folder, stem, formats, paper, template_dir, redact, source_text
+        )
+        return done
+    from hwadvisor.render.pdf import PdfWorker
+
+    # WeasyPrint loads in a forked helper while the charts and the HTML are drawn here.
+    with PdfWorker() as worker:
+        _write_formats(
+            done, worker, profile, folder, stem, formats, paper, template_dir, redact, source_text
+        )
+    return done
+
+
+def _write_formats(
+    done: Written,
+    worker: PdfWorker | None,
+    profile: Profile,
+    folder: Path,
+    stem: str,
+    formats: list[str],
+    paper: str,
+    template_dir: Path | None,
+    redact: bool | None,
+    source_text: str | None,
+) -> None:
+    from hwadvisor.redact import default_salt, redact_profile, salt_warning
+
     stem = _free_stem(folder, stem, formats)
     salt = default_salt()
     redact_all = bool(redact)
@@ -95,12 +127,11 @@ def write_reports(
         pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
         html = page if same and page is not None else _html(pdf_profile, paper, template_dir, sha)
         try:
-            data = render_pdf(html)
+            data = worker.render(html) if worker is not None else render_pdf(html)
         except PdfUnavailable as exc:
             done.warnings.append(f"no PDF: {exc}")
         else:
             done.files.append(write_new_file(folder / f"{stem}.pdf", data))
-    return done
 
 
 def _html(
