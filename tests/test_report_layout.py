@@ -171,6 +171,15 @@ def _charts() -> list[tuple[str, str]]:
         ]
         if name != "cpu-only":
             out.append((f"{name} throughput", throughput_chart(p.benchmarks).svg_data_uri))
+    # The fleet report's bar charts, drawn the same way: long names, more rows than are shown.
+    from hwadvisor.fleet.report import _bar_chart
+
+    models = [
+        (f"NVIDIA GeForce RTX {4000 + 10 * i} SUPER with a long name", 30 - i) for i in range(15)
+    ]
+    out.append(("fleet models", _bar_chart("GPU models", models, "GPUs")["uri"]))
+    finding = [("No GPU: fine for classical ML and small models", 4000)]
+    out.append(("fleet findings", _bar_chart("Findings", finding, "hosts")["uri"]))
     return [(label, uri) for label, uri in out if uri is not None]
 
 
