@@ -210,6 +210,7 @@ class PdfWorker:
         self._pid: int | None = None
         self._send = -1
         self._receive = -1
+        self._html = ""
 
     def __enter__(self) -> PdfWorker:
         forkable = (
@@ -232,6 +233,12 @@ class PdfWorker:
     def _fork(self) -> None:
         html_read, html_write = os.pipe()
         pdf_read, pdf_write = os.pipe()
+        # Room for a whole report (SVG charts included) in the pipe: submit() returns at once,
+        # even while the helper is still loading WeasyPrint.
+        with contextlib.suppress(AttributeError, ImportError, OSError):
+            import fcntl  # POSIX only: the helper is forked on Linux alone
+
+            fcntl.fcntl(html_write, fcntl.F_SETPIPE_SZ, 1 << 20)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; its result is checked by the parent's tests
             status = 0
@@ -247,15 +254,26 @@ class PdfWorker:
         os.close(pdf_write)
         self._pid, self._send, self._receive = pid, html_write, pdf_read
 
-    def render(self, html: str) -> bytes:
-        """The PDF of ``html`` (see :func:`render_pdf`)."""
+    def submit(self, html: str) -> None:
+        """Hand ``html`` to the helper, which lays it out while this process goes on; the PDF
+        comes from :meth:`result`."""
+        self._html = html
+        if self._pid is None:
+            return
+        try:
+            _write_all(self._send, html.encode("utf-8", "surrogatepass"))
+            os.close(self._send)
+        except OSError:
+            self._stop()  # the helper is gone: result() renders here
+        self._send = -1
+
+    def result(self) -> bytes:
+        """The PDF of the submitted HTML (see :func:`render_pdf`)."""
+        html = self._html
         if self._pid is None:
             return render_pdf(html)
         payload = b""
         try:
-            _write_all(self._send, html.encode("utf-8", "surrogatepass"))
-            os.close(self._send)
-            self._send = -1
             payload = _read_all(self._receive)
         except OSError:
             payload = b""
@@ -270,6 +288,11 @@ class PdfWorker:
         if status == "unavailable":
             raise PdfUnavailable(str(value))
         return render_pdf(html)  # it failed there: here it fails (or not) as it always did
+
+    def render(self, html: str) -> bytes:
+        """The PDF of ``html``: :meth:`submit` and :meth:`result` at once."""
+        self.submit(html)
+        return self.result()
 
     def _stop(self) -> None:
         for fd in (self._send, self._receive):

@@ -112,22 +112,26 @@ def _write_formats(
         done.warnings.append(why)
     shown = redact_profile(profile, salt) if redact_all else profile
     json_text = to_json(shown) if redact_all or source_text is None else source_text
+    sha = hashlib.sha256(json_text.encode("utf-8")).hexdigest()
+    # The PDF shows what the HTML shows unless only the PDF is redacted: render once then. Its
+    # page is drawn first, so that the helper lays it out while the HTML file is written.
+    same = "html" in formats and redact_all == redact_pdf
+    pdf_page: str | None = None
+    if "pdf" in formats:
+        pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
+        pdf_page = _html(pdf_profile, paper, template_dir, sha)
+        if worker is not None:
+            worker.submit(pdf_page)
     if "json" in formats:
         done.files.append(write_new_file(folder / f"{stem}.json", json_text))
-    sha = hashlib.sha256(json_text.encode("utf-8")).hexdigest()
-    page: str | None = None
     if "html" in formats:
-        page = _html(shown, paper, template_dir, sha)
+        page = pdf_page if same and pdf_page is not None else _html(shown, paper, template_dir, sha)
         done.files.append(write_new_file(folder / f"{stem}.html", page))
-    if "pdf" in formats:
+    if pdf_page is not None:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
-        # The PDF shows what the HTML shows unless only the PDF is redacted: render once then.
-        same = page is not None and redact_all == redact_pdf
-        pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
-        html = page if same and page is not None else _html(pdf_profile, paper, template_dir, sha)
         try:
-            data = worker.render(html) if worker is not None else render_pdf(html)
+            data = worker.result() if worker is not None else render_pdf(pdf_page)
         except PdfUnavailable as exc:
             done.warnings.append(f"no PDF: {exc}")
         else:
