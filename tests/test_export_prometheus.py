@@ -36,12 +36,12 @@ from hwadvisor.model.profile import (
     ToolInfo,
 )
 from hwadvisor.render import prometheus as prom
+from hwadvisor.render.jsonio import replace_file
 from hwadvisor.render.prometheus import (
     FAMILIES,
     Family,
     latest_per_machine,
     render_prometheus,
-    replace_file,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -505,7 +505,7 @@ def test_replace_file_keeps_the_old_file_when_the_write_fails(
     def broken(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(prom.os, "replace", broken)
+    monkeypatch.setattr("hwadvisor.render.jsonio.os.replace", broken)
     with pytest.raises(OutputError, match="No space left"):
         replace_file(target, "new\n")
     monkeypatch.undo()
@@ -644,3 +644,13 @@ def test_cli_unwritable_out_is_exit_4(tmp_path: Path, capsys: pytest.CaptureFixt
     blocker.write_text("")
     assert main(["export", "prometheus", str(V1), "--out", str(blocker / "x.prom")]) == 4
     assert capsys.readouterr().err.startswith("hwadvisor: error: ")
+
+
+def test_replace_file_refuses_a_folder_and_leaves_it_alone(tmp_path: Path) -> None:
+    from hwadvisor.errors import OutputError
+
+    (tmp_path / "textfiles").mkdir()
+    (tmp_path / "textfiles" / "other.prom").write_text("kept 1\n")
+    with pytest.raises(OutputError, match="is a folder"):
+        replace_file(tmp_path / "textfiles", "x 1\n")
+    assert [p.name for p in (tmp_path / "textfiles").iterdir()] == ["other.prom"]

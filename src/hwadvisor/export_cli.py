@@ -75,11 +75,11 @@ def prometheus(
     from rich.markup import escape
 
     from hwadvisor.model.load import load_profile
+    from hwadvisor.render.jsonio import replace_file
     from hwadvisor.render.prometheus import (
         identity,
         latest_per_machine,
         render_prometheus,
-        replace_file,
     )
     from hwadvisor.render.terminal import console as terminal_console
 

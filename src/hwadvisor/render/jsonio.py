@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,28 @@ def write_new_file(path: Path, text: str | bytes) -> Path:
     place: readers never see a half-written file, an existing file is never replaced, and an
     interrupted write leaves nothing but (at most) the temporary file, which is removed.
     """
+    try:
+        return _write_via_temp(path, text, _link_exclusive)
+    except FileExistsError as exc:
+        raise OutputError(
+            f"{path} already exists; hwadvisor never overwrites a file: "
+            "choose another name or folder"
+        ) from exc
+
+
+def replace_file(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` to ``path``, replacing it atomically: the temporary file (named
+    ``.<name>.<random>.tmp``) is renamed over ``path``. A reader sees the old file or the new
+    one, never half of one; a failed write leaves the old file as it was. For files that exist
+    to be replaced (a node_exporter textfile), never for reports."""
+    if path.is_dir():
+        raise OutputError(f"{path} is a folder: name the file to write")
+    return _write_via_temp(path, text, os.replace)
+
+
+def _write_via_temp(path: Path, text: str | bytes, place: Callable[[Path, Path], None]) -> Path:
+    """Write to a temporary file beside ``path`` (mode from the umask, flushed to disk), then
+    ``place(temporary, path)``; the temporary file never outlives a failure."""
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -43,18 +66,16 @@ def write_new_file(path: Path, text: str | bytes) -> Path:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
         data = text.encode("utf-8") if isinstance(text, str) else text
         if hasattr(os, "fchmod"):
-            # mkstemp creates 0600; a report is an ordinary file: the user's umask decides.
+            # mkstemp creates 0600; an output is an ordinary file (node_exporter often runs as
+            # another user): the user's umask decides.
             os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        _link_exclusive(Path(tmp_name), path)
-    except FileExistsError as exc:
-        raise OutputError(
-            f"{path} already exists; hwadvisor never overwrites a file: "
-            "choose another name or folder"
-        ) from exc
+        place(Path(tmp_name), path)  # a link leaves the temporary name to remove below
+    except FileExistsError:
+        raise
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:

@@ -25,17 +25,12 @@ profile to its samples (label dict, value).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, NamedTuple
 
-from hwadvisor.errors import OutputError
 from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.facts import Fact, visible
 from hwadvisor.model.profile import GpuInfo, Profile, Severity
@@ -672,45 +667,9 @@ def render_prometheus(profiles: list[Profile], families: list[Family] | None = N
     return "".join(line + "\n" for line in lines)
 
 
-def replace_file(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path``, replacing it atomically: a temporary file in the same folder
-    (named ``.<name>.<random>.tmp``, which the textfile collector ignores: it reads ``*.prom``),
-    flushed to disk, then renamed over ``path``. A reader sees the old file or the new one,
-    never half of one; a failed write leaves the old file as it was."""
-    folder = path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create output folder {folder}: {exc.strerror or exc}") from exc
-    if path.is_dir():
-        raise OutputError(f"{path} is a folder: --out names the file to write")
-    tmp_name: str | None = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        if hasattr(os, "fchmod"):
-            # mkstemp creates 0600; node_exporter often runs as another user: the umask decides.
-            mask = os.umask(0o022)
-            os.umask(mask)
-            os.fchmod(fd, 0o666 & ~mask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
-    return path
-
-
 __all__ = [
     "FAMILIES",
     "Family",
     "latest_per_machine",
     "render_prometheus",
-    "replace_file",
 ]
