@@ -83,3 +83,16 @@ def test_schema_5_profile_loads_with_the_new_sections_not_probed() -> None:
     # Saved again, it is a schema-6 profile that reads back the same.
     again = parse_profile(profile.model_dump_json())
     assert again.model_dump() == profile.model_dump()
+
+
+def test_a_profile_cut_off_is_said_to_be_and_a_broken_one_is_not() -> None:
+    from hwadvisor.errors import InputError
+    from hwadvisor.model.load import parse_profile
+
+    text = (Path(__file__).parent / "fixtures" / "reports" / "cpu-only.json").read_text()
+    with pytest.raises(InputError, match=r"^cut\.json: not JSON \(line \d+.*: cut off\?$"):
+        parse_profile(text[: len(text) // 2], "cut.json")
+    broken = text.replace('"schema_version"', '"schema_version" "', 1)
+    with pytest.raises(InputError) as info:
+        parse_profile(broken, "broken.json")
+    assert "not JSON" in str(info.value) and "cut off" not in str(info.value)

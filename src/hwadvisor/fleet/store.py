@@ -33,7 +33,6 @@ from hwadvisor.fleet.rows import (
     flatten,
 )
 from hwadvisor.inputfile import read_input
-from hwadvisor.model.profile import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     pass
@@ -266,24 +265,9 @@ def _document(text: str, path: str) -> tuple[dict[str, Any], str, bool]:
     another tool's output turned into one by the importers."""
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith("{") and '"schema_version"' in stripped[:4096]:
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}): cut off?"
-            ) from exc
-        except RecursionError as exc:
-            raise InputError("JSON nested too deeply to be a profile") from exc
-        if not isinstance(data, dict):
-            raise InputError("not an hwadvisor profile")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise InputError(f"schema_version {version!r} is not a positive integer")
-        if version > SCHEMA_VERSION:
-            raise InputError(
-                f"written by a newer hwadvisor (schema {version}; this one reads up to "
-                f"{SCHEMA_VERSION}): upgrade hwadvisor"
-            )
+        from hwadvisor.model.load import profile_document
+
+        data, _ = profile_document(stripped)
         if _tool(data) != "hwadvisor" or not isinstance(data.get("created_utc"), str):
             raise InputError("not an hwadvisor profile (no tool name or created_utc)")
         return data, "import" if isinstance(data.get("imported"), dict) else "scan", True

@@ -22,26 +22,40 @@ def _migrate(data: dict[str, Any], version: int) -> dict[str, Any]:
     return {**data, "schema_version": SCHEMA_VERSION}
 
 
-def parse_profile(text: str, origin: str = "profile") -> Profile:
-    """Validate the JSON text of a profile; raise :class:`InputError` with a one-line reason."""
+def profile_document(text: str) -> tuple[dict[str, Any], int]:
+    """The JSON object of a profile and its schema version, checked as far as the JSON alone
+    allows (the model is not built: the fleet roll-up reads thousands of these); a one-line
+    :class:`InputError` without the file's name otherwise."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        # The text stops where more was expected, or inside a string that never closes.
+        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        cut = ": cut off?" if ended else ""
         raise InputError(
-            f"{origin}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}){cut}"
         ) from exc
     except RecursionError as exc:
-        raise InputError(f"{origin}: JSON nested too deeply to be a profile") from exc
+        raise InputError("JSON nested too deeply to be a profile") from exc
     if not isinstance(data, dict) or "schema_version" not in data:
-        raise InputError(f"{origin}: not an hwadvisor profile (no schema_version)")
+        raise InputError("not an hwadvisor profile (no schema_version)")
     version = data["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InputError(f"{origin}: schema_version {version!r} is not a positive integer")
+        raise InputError(f"schema_version {version!r} is not a positive integer")
     if version > SCHEMA_VERSION:
         raise InputError(
-            f"{origin}: written by a newer hwadvisor (schema {version}; this one reads up to "
+            f"written by a newer hwadvisor (schema {version}; this one reads up to "
             f"{SCHEMA_VERSION}): upgrade hwadvisor"
         )
+    return data, version
+
+
+def parse_profile(text: str, origin: str = "profile") -> Profile:
+    """Validate the JSON text of a profile; raise :class:`InputError` with a one-line reason."""
+    try:
+        data, version = profile_document(text)
+    except InputError as exc:
+        raise InputError(f"{origin}: {exc}") from exc
     try:
         return Profile.model_validate(_migrate(data, version))
     except ValidationError as exc:
