@@ -3,7 +3,7 @@
 #
 #   bash setup.sh          the tool, with HTML/PDF reports and `hwadvisor fleet`
 #   bash setup.sh --dev    the tool and what the tests, lint and type checks need
-#   bash setup.sh --slim   JSON only (an inventory host): no matplotlib, WeasyPrint or DuckDB
+#   bash setup.sh --slim   JSON and HTML (an inventory host): no WeasyPrint or DuckDB
 #
 # PyTorch is chosen with care: a torch you already have (for example a CUDA or ROCm build in the
 # Python this script runs with) is kept; on a machine with an NVIDIA GPU the default build is

@@ -16,6 +16,7 @@ from hwadvisor.model.load import load_profile
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.charts import (
     MAX_TICKS,
+    crossover_chart,
     duration_ticks,
     efficiency_chart,
     throughput_chart,
@@ -171,6 +172,7 @@ def _charts() -> list[tuple[str, str]]:
         ]
         if name != "cpu-only":
             out.append((f"{name} throughput", throughput_chart(p.benchmarks).svg_data_uri))
+            out.append((f"{name} crossover", crossover_chart(p.benchmarks).svg_data_uri))
     # The fleet report's bar charts, drawn the same way: long names, more rows than are shown.
     from hwadvisor.fleet.report import _bar_chart
 

@@ -1,6 +1,7 @@
-"""The slim install (`pip install hwadvisor`, `bash setup.sh --slim`): neither matplotlib nor
-WeasyPrint. JSON never needs them; HTML is written without charts and says why; a PDF is
-skipped with one line naming the `report` extra (exit 3, as when Pango is missing).
+"""The slim install (`pip install hwadvisor`, `bash setup.sh --slim`): no WeasyPrint. JSON and
+the HTML report (charts included: they are drawn as SVG by hwadvisor itself) never need it; a
+PDF is skipped with one line naming the `report` extra (exit 3, as when Pango is missing).
+matplotlib is blocked too: nothing may reach for it.
 
 The slim install is simulated in-process: ``sys.modules[name] = None`` makes ``import name``
 fail, for the packages and every submodule already imported.
@@ -26,7 +27,6 @@ from hwadvisor.exitcodes import ExitStatus
 from hwadvisor.model.load import load_profile
 from hwadvisor.model.profile import Profile
 from hwadvisor.render import html as html_render
-from hwadvisor.render.charts import NEEDS_REPORT_EXTRA
 from tests.helpers.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,8 +115,8 @@ def test_default_scan_writes_json_and_html_and_names_the_extra_for_the_pdf(
     assert said[0].startswith("no PDF: ") and "WeasyPrint is not installed" in said[0]
     assert "the JSON and HTML reports are still written" in said[0]  # one line, not wrapped
     page = next(out.glob("*.html")).read_text()
-    assert NEEDS_REPORT_EXTRA in unescape(page)
-    assert "data:image/svg+xml" not in page
+    assert "data:image/svg+xml" in page  # the charts are drawn without any plotting library
+    assert "report extra" not in unescape(page)
     _still_slim()
 
 
@@ -139,7 +139,7 @@ def test_html_charts_without_data_keep_their_own_reason(
     assert result.exit_code == ExitStatus.OK, result.output
     page = (tmp_path / "cpu-only.html").read_text()
     assert "No chart: no GPU: nothing to compare." in page
-    assert NEEDS_REPORT_EXTRA in unescape(page)  # the charts that have data
+    assert page.count("data:image/svg+xml") == 1  # time to train, the chart with data
     _still_slim()
 
 
@@ -207,7 +207,8 @@ def test_wheel_metadata_keeps_the_report_stack_and_duckdb_in_extras(tmp_path: Pa
     core = extras.get(None, set())
     assert {"typer", "pydantic", "rich", "jinja2"} <= core
     assert not core & {"weasyprint", "matplotlib", "duckdb"}, core
-    assert {"weasyprint", "matplotlib"} <= extras.get("report", set())
+    assert extras.get("report") == {"weasyprint"}
+    assert "matplotlib" not in {p for names in extras.values() for p in names}
     assert "duckdb" in extras.get("fleet", set())
     provided = set(metadata.get_all("Provides-Extra") or [])
     assert {"report", "fleet"} <= provided

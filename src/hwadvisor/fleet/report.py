@@ -24,41 +24,21 @@ SCENARIO_TITLES = {
 
 def _bar_chart(title: str, rows: list[tuple[str, int]], unit: str) -> dict[str, Any]:
     """A horizontal bar chart as an SVG data URI (or why it is not drawn), drawn as the host
-    report's charts are: each name above its bar, the plot the figure's full width, the report's
-    font size, so that it stays legible on a phone."""
-    from hwadvisor.render.charts import (
-        NEEDS_REPORT_EXTRA,
-        ROW_IN,
-        _bar_labels,
-        _figure,
-        _to_uri,
-        _wrap,
-    )
+    report's charts are: each name above its bar, the plot the chart's full width, the report's
+    font size, so that it stays legible on a phone. At most 12 rows: the rest are one row."""
+    from hwadvisor.render import svg
 
     if not rows:
         return {"title": title, "uri": None, "why_not": "nothing to show"}
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return {"title": title, "uri": None, "why_not": NEEDS_REPORT_EXTRA}
     shown = rows[:12]
     if len(rows) > 12:
         shown = [*shown[:11], (f"{len(rows) - 11} others", sum(n for _, n in rows[11:]))]
-    fig = _figure(ROW_IN * len(shown) + 0.7)
-    ax = fig.add_subplot()
-    ys = [float(i) for i in range(len(shown))]
-    values = [n for _, n in shown]
-    bars = ax.barh(ys, values, 0.45, color="#2b6cb0")
-    ax.invert_yaxis()
-    _bar_labels(ax, ys, [_wrap(label, 70, 1) for label, _ in shown], 0.27)
-    ax.bar_label(bars, labels=[f"{v:,}" for v in values], padding=3)
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-    ax.set_xlabel(unit)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.margins(x=0.1)
-    return {"title": title, "uri": _to_uri(fig), "why_not": None}
+    axis = svg.linear_axis(max(n for _, n in shown) * 1.1, title=unit, integer=True)
+    panel = svg.Panel(
+        tuple(svg.Row(label, (svg.Bar(n, "#2b6cb0", text=f"{n:,}"),)) for label, n in shown),
+        axis,
+    )
+    return {"title": title, "uri": svg.data_uri(svg.bar_chart([panel])), "why_not": None}
 
 
 def _hosts(fleet: Fleet, limit: int | None) -> list[dict[str, Any]]:
