@@ -289,3 +289,124 @@ def test_no_helper_where_it_cannot_help_or_is_turned_off(
     finally:
         stop.set()
         other.join()
+
+
+# --------------------------------------------------------------------------------------------
+# Started with the process: `hwadvisor report` forks the helper before parsing its options
+
+
+@pytest.mark.parametrize(
+    ("args", "asks"),
+    [
+        (["report", "p.json"], True),
+        (["--debug", "report", "p.json", "-o", "out"], True),
+        (["report", "p.json", "-f", "json,pdf"], True),
+        (["report", "p.json", "--format=pdf"], True),
+        (["report", "p.json", "-f", "json,html"], False),
+        (["report", "p.json", "--format", "html"], False),
+        (["report", "p.json", "-fjson"], False),
+        (["report", "--help"], False),
+        (["scan"], False),  # the benchmarks must not share the CPUs with an import
+        (["import", "x.xml"], False),
+        ([], False),
+    ],
+)
+def test_only_a_report_with_a_pdf_starts_the_helper_early(args: list[str], asks: bool) -> None:
+    assert pdfmod._asks_for_pdf(args) is asks
+
+
+@needs_fork
+def test_the_early_helper_is_used_once_and_stopped_when_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    pdfmod.start_early(["report", "p.json"])
+    worker = pdfmod.take_early()
+    assert worker is not None and worker.forked
+    assert pdfmod.take_early() is None  # handed out once
+    with worker:  # already started: entering forks no second helper
+        pid = worker._pid
+        data = worker.render(HTML)
+    assert pid is not None and _reaped(pid)
+    assert "Is this machine enough?" in _pages(data)[0]
+    # A command that fails before its PDF: the helper nobody took is stopped.
+    pdfmod.start_early(["report", "p.json"])
+    left = pdfmod._EARLY
+    assert left is not None and left._pid is not None
+    pid = left._pid
+    pdfmod.stop_early()
+    assert pdfmod._EARLY is None and _reaped(pid)
+
+
+@needs_fork
+def test_a_failing_report_leaves_no_helper_behind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hwadvisor.cli import main
+
+    monkeypatch.delenv(pdfmod.IN_PROCESS_ENV, raising=False)
+    pdfmod.start_early(["report", str(tmp_path / "missing.json")])
+    assert pdfmod._EARLY is not None
+    pid = pdfmod._EARLY._pid
+    assert main(["report", str(tmp_path / "missing.json")]) != 0
+    assert pdfmod._EARLY is None and pid is not None and _reaped(pid)
+
+
+def test_weasyprint_libraries_are_looked_up_in_ldconfigs_cache_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes.util
+
+    original = ctypes.util.find_library
+    calls: list[str] = []
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(
+        ctypes.util, "_findSoname_ldconfig", lambda name: calls.append(name), raising=False
+    )
+    with pdfmod._ldconfig_only() as in_effect:
+        assert in_effect
+        assert ctypes.util.find_library("pango-1.0") is None  # no compiler, no linker run
+    assert calls == ["pango-1.0"]
+    assert ctypes.util.find_library is original
+    with pytest.raises(RuntimeError), pdfmod._ldconfig_only():
+        raise RuntimeError
+    assert ctypes.util.find_library is original
+    monkeypatch.delattr(ctypes.util, "_findSoname_ldconfig")
+    with pdfmod._ldconfig_only() as in_effect:
+        assert not in_effect and ctypes.util.find_library is original
+
+
+def test_a_library_only_the_full_lookup_finds_still_loads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ctypes.util
+
+    for name in [n for n in sys.modules if n.partition(".")[0] == "weasyprint"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes.util, "_findSoname_ldconfig", lambda _n: None, raising=False)
+    tries: list[bool] = []
+    loaded = object()
+
+    def import_module(name: str) -> object:
+        narrow = ctypes.util.find_library.__name__ == "<lambda>"
+        tries.append(narrow)
+        if narrow:  # as WeasyPrint does when a library is missing: a help text, then OSError
+            sys.modules["weasyprint"] = loaded  # type: ignore[assignment]
+            print("WeasyPrint could not import some external libraries")
+            raise OSError("cannot load library 'pango-1.0'")
+        return loaded
+
+    monkeypatch.setattr(pdfmod.importlib, "import_module", import_module)
+    assert pdfmod._import_weasyprint() is loaded
+    assert tries == [True, False]  # the full lookup after the narrow one
+    assert "weasyprint" not in sys.modules  # the half-loaded module was dropped before
+    assert capsys.readouterr().out == ""  # the narrow try's help text is not shown
+
+
+def test_the_helpers_warm_up_page_is_in_the_reports_style() -> None:
+    page = pdfmod._warm_up_page()
+    css = (Path(__file__).resolve().parent.parent / "templates" / "report.css").read_text()
+    assert css.strip() and css in page  # the bundled CSS, so the report's fonts are loaded
+    text = _pages(render_pdf(page))[0]
+    assert "hwadvisor" in text and "GPU 24 h" in text  # the chart's SVG text is drawn too

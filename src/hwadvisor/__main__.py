@@ -1,5 +1,5 @@
 """``python -m hwadvisor``."""
 
-from hwadvisor.cli import run
+from hwadvisor.launch import run
 
 run()

@@ -6,6 +6,7 @@ that ``hwadvisor --help`` stays instant.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -24,7 +25,7 @@ from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from rich.console import Console, RenderableType
     from rich.progress import Progress, Task
@@ -966,10 +967,11 @@ def main(argv: list[str] | None = None) -> int:
             _error("standard output is closed: nothing can be written to '-'")
             return int(ExitStatus.IO_ERROR)
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    from hwadvisor.render.pdf import stop_early
     from hwadvisor.signals import Stopped, installed
 
     try:
-        with installed():
+        with installed(), _finally(stop_early):
             app(args=args, prog_name="hwadvisor", standalone_mode=True)
     except Stopped as exc:
         _error(f"stopped by {exc.name}; no partial file was written")
@@ -1029,6 +1031,14 @@ def _interrupted() -> int:
     kill_all_children()
     _error("interrupted")
     return int(ExitStatus.INTERRUPTED)
+
+
+@contextlib.contextmanager
+def _finally(action: Callable[[], None]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        action()
 
 
 def run() -> None:

@@ -80,10 +80,11 @@ def write_reports(
             done, None, profile, folder, stem, formats, paper, template_dir, redact, source_text
         )
         return done
-    from hwadvisor.render.pdf import PdfWorker
+    from hwadvisor.render.pdf import PdfWorker, take_early
 
-    # WeasyPrint loads in a forked helper while the charts and the HTML are drawn here.
-    with PdfWorker() as worker:
+    # WeasyPrint loads in a forked helper while the charts and the HTML are drawn here (forked
+    # at process start for `hwadvisor report`).
+    with take_early() or PdfWorker() as worker:
         _write_formats(
             done, worker, profile, folder, stem, formats, paper, template_dir, redact, source_text
         )
