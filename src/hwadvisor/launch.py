@@ -13,9 +13,10 @@ import sys
 
 def run() -> None:
     """Console-script entry point."""
-    from hwadvisor.render.pdf import start_early
+    if "report" in sys.argv[1:]:  # no other command loads the PDF module this early
+        from hwadvisor.render.pdf import start_early
 
-    start_early(sys.argv[1:])
+        start_early(sys.argv[1:])
     from hwadvisor.cli import run as run_cli
 
     run_cli()
