@@ -52,7 +52,9 @@ def test_page_one_has_the_verdict(rendered: dict[str, str]) -> None:
     assert advice.this_machine.sufficient
     assert "This machine meets the workload." in one
     assert "does not meet" not in one
-    assert "Recommended hardware class: <strong>" in one
+    # Enough already: the smallest class that would also do, never "recommended" to buy.
+    assert "Smallest class that also meets it: <strong>" in one
+    assert "Recommended hardware class" not in one
     assert "Best GPU matrix multiply (bf16)" in one
     assert "Small-CNN training step, GPU vs CPU" in one
     assert "Training memory" in one  # a headline figure, not a repeated table row

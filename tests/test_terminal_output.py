@@ -115,10 +115,15 @@ def test_a_value_is_never_split_by_the_wrapping() -> None:
 
 @pytest.mark.parametrize(("name", "advised"), _cases())
 def test_the_verdict_and_the_recommended_class_come_first(name: str, advised: bool) -> None:
-    lines = _summary(_profile(name, advised=advised)).splitlines()
+    profile = _profile(name, advised=advised)
+    lines = _summary(profile).splitlines()
     head = "\n".join(lines[:15])
     assert re.search(r"^This machine is (not )?enough for ", head, re.M), head
-    assert "Recommended hardware class" in head, head
+    enough = head.startswith("This machine is enough")
+    # A machine that is enough is shown the smallest class that would also do, not told to buy.
+    label = "Smallest class that also meets it" if enough else "Recommended hardware class"
+    other = "Recommended hardware class" if enough else "Smallest class that also meets it"
+    assert label in head and other not in head, head
     assert re.search(r"^Needs: Scenario [1-4] of 4, ", head, re.M)
 
 
@@ -294,7 +299,9 @@ def test_the_whole_answer_fits_15_lines_before_the_details(name: str, workload: 
     end = next(n for n, line in enumerate(lines) if n and line.strip() in ("Machine",))
     opening = [line for line in lines[:end] if line.strip()]
     said = "\n".join(opening)
-    assert "Recommended hardware class" in said and "Key figures" in said
+    enough = profile.advice.this_machine.sufficient
+    label = "Smallest class that also meets it" if enough else "Recommended hardware class"
+    assert label in said and "Key figures" in said
     assert len(opening) <= 15, said
     # Said once: as a key figure, or (when it does not fit) as a reason line, not both.
     assert said.count("training memory") + said.count("• memory:") == 1

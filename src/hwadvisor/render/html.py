@@ -25,6 +25,7 @@ from hwadvisor.render.summaries import (
     best_measurement,
     gpu_health,
     network_line,
+    recommendation_label,
     recommended,
     rule_evidence,
     system_line,
@@ -767,6 +768,7 @@ def render_html(
         "source_sha256": source_sha256,
         "this_estimate": this_machine_estimate(advice),
         "recommended": recommended(advice),
+        "recommend_label": recommendation_label(advice) if advice is not None else "",
         "key_measurements": [
             k
             for k in key_measurements(profile)

@@ -149,13 +149,22 @@ def recommended(advice: Advice | None) -> HardwareEstimate | None:
     return None
 
 
+def recommendation_label(advice: Advice) -> str:
+    """What the cheapest class that meets the scenario is to the reader: the hardware to get
+    when this machine is not enough; when it is, only the smallest class that would also do (a
+    machine that is enough is never told to buy something)."""
+    if advice.this_machine.sufficient:
+        return "Smallest class that also meets it"
+    return "Recommended hardware class"
+
+
 def recommendation_line(advice: Advice) -> str:
     """ "Recommended hardware class: 24 GB high-end GPU (RTX 4090 class), about 8.3 h
     (5–13.3 h)", or what is needed at scale, or that no class meets it on its own."""
     best = recommended(advice)
     if best is not None:
         return (
-            f"Recommended hardware class: {best.hardware}, about "
+            f"{recommendation_label(advice)}: {best.hardware}, about "
             f"{duration_with_range(best.seconds, best.low_seconds, best.high_seconds)}"
         )
     if advice.scale_out is not None:

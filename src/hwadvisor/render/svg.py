@@ -449,7 +449,7 @@ def line_chart(
         name_x = min(max(mx - w / 2, 2.0), width - 2 - w)
         if name_x < 2 + text_width(y_axis.title) + 8:
             header += LINE  # under the y axis' title, not over it
-    top, bottom = 4 + header + 4, 4 + header + 4 + height
+    top, bottom = 4 + header + 7, 4 + header + 7 + height
 
     def y_of(v: float) -> float:
         return bottom - y_axis.fraction(v) * (bottom - top)
