@@ -449,3 +449,23 @@ def test_fleet_report_without_a_pdf_is_degraded_exit_3(
     assert main(["fleet", "report", str(folder), "--out", str(out)]) == 3
     assert (out / "fleet.html").exists() and not (out / "fleet.pdf").exists()
     assert "no PDF: WeasyPrint is not installed" in capsys.readouterr().err
+
+
+def test_quiet_ingest_and_report_print_nothing_but_still_work(
+    tmp_path: Path, mixed: Path, capsys: Any
+) -> None:
+    db = tmp_path / "fleet.duckdb"
+    assert main(["fleet", "ingest", str(mixed), "--db", str(db), "--quiet"]) == 0
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    assert main(["fleet", "summary", "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hosts"] == 13  # the ingest did happen
+    out = tmp_path / "out"
+    args = ["fleet", "report", "--db", str(db), "--format", "html", "--out", str(out), "-q"]
+    assert main(args) == 0
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    assert (out / "fleet.html").is_file()
+    # Without --quiet the same commands say what they did.
+    assert main(["fleet", "report", "--db", str(db), "--format", "html", "--out", str(out)]) == 0
+    assert "wrote " in capsys.readouterr().out

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from hwadvisor import __version__
+from hwadvisor.cliopts import QuietOpt
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
 
@@ -418,17 +419,6 @@ RedactOpt = Annotated[
         "--redact/--no-redact",
         help="Replace hostnames, user names, serials, UUIDs, MAC/IP addresses and home "
         "paths with stable hashes. Default: only the PDF is redacted.",
-    ),
-]
-
-
-QuietOpt = Annotated[
-    bool,
-    typer.Option(
-        "--quiet",
-        "-q",
-        help="Print nothing unless something goes wrong: no summary or file names; a failure, "
-        "or what made the output degraded (exit 3), goes to stderr.",
     ),
 ]
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hwadvisor.cliopts import QuietOpt
 from hwadvisor.exitcodes import ExitStatus, epilog
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ def ingest(
         typer.Option("--db", metavar="FILE", help="The fleet database, created if missing."),
     ] = DEFAULT_DB,
     as_json: AsJson = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Add profiles to the fleet database.
 
@@ -167,6 +169,8 @@ def ingest(
             "hosts": hosts,
         }
         typer.echo(json.dumps(out, indent=2))
+        return
+    if quiet:
         return
     for line in _ingest_lines(result, str(db)):
         typer.echo(line)
@@ -481,6 +485,7 @@ def report(
     ] = Path("reports"),
     stale_days: StaleDays = 30,
     redact: RedactOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write the fleet report, as HTML and PDF.
 
@@ -495,7 +500,7 @@ def report(
     with fleet:
         data = roll_up(fleet, _now(), stale_days)
         written = write_fleet_report(fleet, data, formats, out_dir, redact=redact)
-    for path in written.files:
+    for path in written.files if not quiet else ():
         typer.echo(f"wrote {path}")
     for warning in written.warnings:
         _err(warning)
