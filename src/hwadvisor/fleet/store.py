@@ -431,7 +431,9 @@ def _chunks(
 ) -> Iterator[Chunk]:
     jobs = [(todo[i : i + _CHUNK], str(tmp / f"c{i}"), now) for i in range(0, len(todo), _CHUNK)]
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        from hwadvisor.cpus import usable_cpus
+
+        workers = usable_cpus()
     if workers <= 1 or len(todo) < _PARALLEL_FROM:
         yield from map(load_chunk, jobs)
         return

@@ -222,10 +222,9 @@ IN_PROCESS_ENV = "HWADVISOR_PDF_IN_PROCESS"
 
 
 def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    from hwadvisor.cpus import usable_cpus
+
+    return usable_cpus()
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -7,6 +7,7 @@ that gets attached to purchase requests — is redacted unless asked otherwise (
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,16 +76,14 @@ def write_reports(
     """
 
     done = Written()
-    if "pdf" not in formats:
-        _write_formats(
-            done, None, profile, folder, stem, formats, paper, template_dir, redact, source_text
-        )
-        return done
-    from hwadvisor.render.pdf import PdfWorker, take_early
+    helper: contextlib.AbstractContextManager[PdfWorker | None] = contextlib.nullcontext()
+    if "pdf" in formats:
+        from hwadvisor.render.pdf import PdfWorker, take_early
 
-    # WeasyPrint loads in a forked helper while the charts and the HTML are drawn here (forked
-    # at process start for `hwadvisor report`).
-    with take_early() or PdfWorker() as worker:
+        # WeasyPrint loads in a forked helper while the charts and the HTML are drawn here
+        # (forked at process start for `hwadvisor report`).
+        helper = take_early() or PdfWorker()
+    with helper as worker:
         _write_formats(
             done, worker, profile, folder, stem, formats, paper, template_dir, redact, source_text
         )
