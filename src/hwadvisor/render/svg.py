@@ -208,11 +208,14 @@ def linear_axis(
     high = high if high > 0 else 1.0
     raw = high / max(most - 1, 1)
     power = 10 ** math.floor(math.log10(raw))
-    steps = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
-    step = next(s * power for s in steps if s * power >= raw)
-    if integer:
-        step = max(step, 1.0)
-    top = math.ceil(high / step - 1e-9) * step
+    # 2.5 × 1 is not a whole step: an integer axis takes it from 25 on.
+    steps = (1, 2, 5, 10) if integer and power < 10 else (1, 2, 2.5, 5, 10)
+    candidates = [max(s * power, 1.0) if integer else s * power for s in steps]
+    # The round step that leaves the least empty plot (then the one with more ticks).
+    step, top = min(
+        ((c, math.ceil(high / c - 1e-9) * c) for c in candidates if c >= raw),
+        key=lambda pair: (pair[1], pair[0]),
+    )
     count = round(top / step)
     return Axis(0.0, top, tuple(i * step for i in range(count + 1)), fmt, title)
 
