@@ -3,23 +3,36 @@
 For ``hwadvisor report`` the PDF helper is forked first thing, so that WeasyPrint loads while
 this process imports typer, pydantic and the models, reads the profile and draws the page (see
 :func:`hwadvisor.render.pdf.start_early`). Everything else goes straight to
-:func:`hwadvisor.cli.run`.
+:func:`hwadvisor.cli.run`. Ctrl-C while the modules load is exit 130 with one line, as later.
 """
 
 from __future__ import annotations
 
 import sys
 
+#: ``ExitStatus.INTERRUPTED``, without importing the module that defines it.
+_INTERRUPTED = 130
+
 
 def run() -> None:
     """Console-script entry point."""
-    if "report" in sys.argv[1:]:  # no other command loads the PDF module this early
-        from hwadvisor.render.pdf import start_early
+    try:
+        if "report" in sys.argv[1:]:  # no other command loads the PDF module this early
+            from hwadvisor.render.pdf import start_early
 
-        start_early(sys.argv[1:])
-    from hwadvisor.cli import run as run_cli
-
+            start_early(sys.argv[1:])
+        from hwadvisor.cli import run as run_cli
+    except KeyboardInterrupt:
+        _stop_helper()
+        sys.stderr.write("hwadvisor: error: interrupted\n")
+        sys.exit(_INTERRUPTED)
     run_cli()
+
+
+def _stop_helper() -> None:
+    render_pdf = sys.modules.get("hwadvisor.render.pdf")
+    if render_pdf is not None:
+        render_pdf.stop_early()
 
 
 __all__ = ["run"]
