@@ -133,7 +133,7 @@ class Canvas:
         if backdrop:
             w = text_width(text)
             left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
-            self.rect(left - 1, y - 0.8 * FONT, w + 2, FONT, "#ffffff", 0.85)
+            self.rect(left - 1, y - 0.8 * FONT, w + 2, FONT, "#ffffff")
         self.parts.append(
             f'<text x="{_num(x)}" y="{_num(y)}" style="font-size: {_num(FONT)}px; '
             f'text-anchor: {anchor}; fill: {fill}">{escape(text)}</text>'
