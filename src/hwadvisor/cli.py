@@ -957,11 +957,11 @@ def main(argv: list[str] | None = None) -> int:
             _error("standard output is closed: nothing can be written to '-'")
             return int(ExitStatus.IO_ERROR)
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
-    from hwadvisor.render.pdf import stop_early
+    from hwadvisor.launch import stop_helper
     from hwadvisor.signals import Stopped, installed
 
     try:
-        with installed(), _finally(stop_early):
+        with installed(), _finally(stop_helper):
             app(args=args, prog_name="hwadvisor", standalone_mode=True)
     except Stopped as exc:
         _error(f"stopped by {exc.name}; no partial file was written")

@@ -23,16 +23,17 @@ def run() -> None:
             start_early(sys.argv[1:])
         from hwadvisor.cli import run as run_cli
     except KeyboardInterrupt:
-        _stop_helper()
+        stop_helper()
         sys.stderr.write("hwadvisor: error: interrupted\n")
         sys.exit(_INTERRUPTED)
     run_cli()
 
 
-def _stop_helper() -> None:
+def stop_helper() -> None:
+    """Stop a PDF helper forked at start that nobody took; loads nothing when none was."""
     render_pdf = sys.modules.get("hwadvisor.render.pdf")
     if render_pdf is not None:
         render_pdf.stop_early()
 
 
-__all__ = ["run"]
+__all__ = ["run", "stop_helper"]
