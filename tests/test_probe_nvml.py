@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hwadvisor.importers.nvidia_smi_xml import parse_nvidia_smi_xml
+from hwadvisor.importers.nvidia_smi_xml import COMPARABLE_FIELDS, parse_nvidia_smi_xml
 from hwadvisor.model.facts import Fact, Source
 from hwadvisor.model.profile import GpuInfo, NvmlStatus
 from hwadvisor.probes.nvml import (
@@ -591,25 +591,6 @@ def test_round_trip_is_not_vacuous() -> None:
 # On a real GPU machine: the probe agrees with nvidia-smi
 
 
-STABLE_FIELDS = [
-    "name",
-    "uuid",
-    "serial",
-    "pci_bus_id",
-    "architecture",
-    "vram_total_bytes",
-    "power_limit_watts",
-    "sm_clock_max_mhz",
-    "memory_clock_max_mhz",
-    "pcie_generation_max",
-    "pcie_width_max",
-    "ecc_enabled",
-    "persistence_mode",
-    "mig_enabled",
-    "vbios_version",
-]
-
-
 @pytest.mark.gpu
 def test_probe_matches_nvidia_smi_on_this_machine() -> None:
     smi = shutil.which("nvidia-smi")
@@ -625,7 +606,7 @@ def test_probe_matches_nvidia_smi_on_this_machine() -> None:
     assert len(report.gpus) == len(expected)
     for got, want in zip(report.gpus, expected, strict=True):
         g, w = values(got), values(want)
-        for field in STABLE_FIELDS:
+        for field in COMPARABLE_FIELDS:
             if w[field] is None:
                 continue  # nvidia-smi could not show it; nothing to compare
             if isinstance(w[field], float):

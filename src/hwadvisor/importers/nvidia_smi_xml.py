@@ -52,6 +52,28 @@ _BYTES_PER = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 _BUS_ID = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
 
 
+#: GPU facts that NVML and ``nvidia-smi -q -x`` must report alike on one machine: a scan is
+#: checked against the XML on these (``pytest -m gpu``, scripts/gpu_checks.py). Instant
+#: readings (temperature, clocks now, memory in use) move between the two and are left out.
+COMPARABLE_FIELDS = (
+    "name",
+    "uuid",
+    "serial",
+    "pci_bus_id",
+    "architecture",
+    "vram_total_bytes",
+    "power_limit_watts",
+    "sm_clock_max_mhz",
+    "memory_clock_max_mhz",
+    "pcie_generation_max",
+    "pcie_width_max",
+    "ecc_enabled",
+    "persistence_mode",
+    "mig_enabled",
+    "vbios_version",
+)
+
+
 class NvidiaSmiXmlError(ImportFormatError):
     """The text is not ``nvidia-smi -q -x`` output that can be read safely."""
 
