@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import jinja2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
-from hwadvisor.diff import ProfileDiff, diff_profiles, render_diff_html
+from hwadvisor.diff import ProfileDiff, bench_label, diff_profiles, render_diff_html
 from hwadvisor.model.advice import Advice, ScenarioInfo, ThisMachine, WorkloadSummary
-from hwadvisor.model.bench import Benchmarks, Measurement
+from hwadvisor.model.bench import Benchmarks, Confidence, Disturbance, Measurement
 from hwadvisor.model.facts import Source, fact
 from hwadvisor.model.load import load_profile
 from hwadvisor.model.profile import GpuInfo, NvmlStatus, Profile, ToolInfo
@@ -441,3 +444,254 @@ def test_gpus_added_together_are_one_summary_sentence() -> None:
     b.gpus = b.gpus[:2]
     d = diff_profiles(a, b, a_label="a", b_label="b")
     assert "GPU 1 added: NVIDIA A100-SXM4-40GB" in d.summary
+
+
+# --------------------------------------------------------------------------------------------
+# Disturbed figures: a busy scan against a quiet one of the same machine is no speed-up
+
+REPORTS = ROOT / "tests" / "fixtures" / "reports"
+CPU_CONTENDED_REASON = (
+    "the older scan's figure was measured while other processes used the CPU (cpu contended)"
+)
+
+
+def _fixture(name: str, created: str) -> Profile:
+    p = load_profile(REPORTS / f"{name}.json")
+    p.created_utc = created
+    return p
+
+
+def _busy(p: Profile, device: str, slowdown: float, *flags: Disturbance) -> None:
+    """The figures of ``device`` as a busy machine measures them: ``slowdown`` times worse
+    (throughput down, times up), flagged with ``flags`` (none: an undisturbed slower scan)."""
+    assert p.benchmarks is not None
+    for m in p.benchmarks.measurements:
+        if m.device == device and m.best is not None:
+            m.best = m.best / slowdown if m.higher_is_better else m.best * slowdown
+            m.disturbances = list(flags)
+            if flags:
+                m.disturbance_note = "other processes used 80% of the CPUs: the figure is low"
+
+
+def _busy_then_quiet(*flags: Disturbance) -> tuple[Profile, Profile]:
+    busy = _fixture("single-gpu", "2026-11-21T10:00:00Z")
+    quiet = _fixture("single-gpu", "2026-11-22T10:00:00Z")
+    _busy(busy, "cpu", 6.2, *flags)
+    return busy, quiet
+
+
+def _console_text(d: ProfileDiff, width: int = 80) -> str:
+    out = io.StringIO()
+    render_diff(d, Console(file=out, width=width, color_system=None))
+    return out.getvalue()
+
+
+def test_busy_against_quiet_scan_headlines_no_speed_up_and_says_why() -> None:
+    busy, quiet = _busy_then_quiet(Disturbance.CPU_CONTENDED)
+    d = diff_profiles(busy, quiet, a_label="busy.json", b_label="quiet.json")
+
+    assert not any("faster" in line or "slower" in line for line in d.summary)
+    assert (
+        "4 benchmark comparisons not counted: the older scan was disturbed (cpu contended); "
+        "scan both on an idle machine to compare them." in d.summary
+    )
+    # The GPU figures, both trusted, are still compared (and unchanged).
+    assert "9 benchmark case(s) compared; all within ±2%." in d.summary
+
+    by = {(r.case, r.device, r.precision): r for r in d.benchmarks}
+    triad = by[("triad", "cpu", None)]
+    assert triad.ratio == pytest.approx(6.2) and triad.better is True  # the figures did move
+    assert triad.counted is False
+    assert triad.not_counted_reason == CPU_CONTENDED_REASON
+    assert triad.before_disturbances == [Disturbance.CPU_CONTENDED]
+    assert triad.after_disturbances == []
+    assert by[("triad", "cuda:0", None)].counted is True
+    assert by[("triad", "cuda:0", None)].not_counted_reason is None
+
+    assert len(d.not_counted) == 4
+    assert (
+        f"triad on cpu: 6.2× faster (7.74 GB/s → 48 GB/s), not counted: {CPU_CONTENDED_REASON}"
+        in d.not_counted
+    )
+
+    text = _console_text(d)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    flat = " ".join(text.split())
+    assert "Not counted: a figure was disturbed or unsteady" in text
+    assert (
+        f"• triad on cpu: 6.2× faster (7.74 GB/s → 48 GB/s), not counted: {CPU_CONTENDED_REASON}"
+        in flat
+    )
+    assert "×6.20" not in text  # not in the ratio table
+    summary = flat.split("No hardware or software fact changed.")[0]
+    assert "faster" not in summary and "4 benchmark comparisons not counted" in summary
+
+
+def test_busy_against_quiet_scan_html(tmp_path: Path) -> None:
+    busy, quiet = _busy_then_quiet(Disturbance.CPU_CONTENDED)
+    html = render_diff_html(
+        diff_profiles(busy, quiet, a_label="busy.json", b_label="quiet.json"), _env(tmp_path)
+    )
+    counted, _, set_aside = html.partition('<table class="diff-not-counted">')
+    assert "×6.20" not in counted and 'class="num ratio better"' not in counted
+    assert "4 benchmark comparisons not counted" in counted  # the summary
+    assert "×6.20 <span" in set_aside and "6.2× faster" in set_aside
+    assert "the older scan&#39;s figure was measured while other processes used the CPU" in (
+        set_aside
+    )
+    assert "busy.json: other processes used 80% of the CPUs" in set_aside
+
+
+def test_both_scans_trusted_still_headline_the_speed_up() -> None:
+    slow, fast = _busy_then_quiet()  # slower, but undisturbed: a real change
+    d = diff_profiles(slow, fast, a_label="a", b_label="b")
+    assert d.summary[1:3] == ["fp32 matmul on cpu: 6.2× faster", "bf16 matmul on cpu: 6.2× faster"]
+    assert all(r.counted and r.not_counted_reason is None for r in d.benchmarks)
+    assert d.not_counted == []
+    assert not any("not counted" in line for line in d.summary)
+    text = _console_text(d)
+    assert "×6.20 better" in text and "Not counted" not in text
+
+
+def test_noise_slow_down_in_the_newer_scan_is_not_counted() -> None:
+    quiet = _fixture("single-gpu", "2026-11-21T10:00:00Z")
+    busy = _fixture("single-gpu", "2026-11-22T10:00:00Z")
+    _busy(busy, "cuda:0", 3.0, Disturbance.GPU_BUSY, Disturbance.GPU_THROTTLED)
+    d = diff_profiles(quiet, busy, a_label="quiet.json", b_label="busy.json")
+    assert not any("slower" in line or "faster" in line for line in d.summary)
+    assert (
+        "9 benchmark comparisons not counted: the newer scan was disturbed (gpu busy, gpu "
+        "throttled); scan both on an idle machine to compare them." in d.summary
+    )
+    lat = next(r for r in d.benchmarks if r.case == "train_step" and r.device == "cuda:0")
+    assert lat.better is False and lat.counted is False
+    assert lat.not_counted_reason == (
+        "the newer scan's figure was measured while other processes had work on the GPU and "
+        "while the GPU slowed its clocks for heat or power (gpu busy, gpu throttled)"
+    )
+    assert any(s.startswith("amp train_step on cuda:0: 3.0× slower") for s in d.not_counted)
+
+
+def test_unsteady_figures_on_both_sides_are_not_counted() -> None:
+    """cpu-only.json's figures are all low confidence: not trusted, whatever they say."""
+    a = _fixture("cpu-only", "2026-11-21T10:00:00Z")
+    b = _fixture("cpu-only", "2026-11-22T10:00:00Z")
+    _busy(a, "cpu", 2.0)
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+    assert not any("faster" in line for line in d.summary)
+    assert (
+        "None of the 6 benchmark comparisons counted: both scans were unsteady (low "
+        "confidence); scan both on an idle machine to compare them." in d.summary
+    )
+    assert {r.not_counted_reason for r in d.benchmarks} == {
+        "each scan's figure varied too much between runs to trust (low confidence)"
+    }
+    assert {r.before_confidence for r in d.benchmarks} == {Confidence.LOW}
+
+
+def test_json_names_why_a_change_is_not_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hwadvisor.cli import main
+    from hwadvisor.render.jsonio import to_json
+
+    busy, quiet = _busy_then_quiet(Disturbance.CPU_CONTENDED)
+    (tmp_path / "busy.json").write_text(to_json(busy), encoding="utf-8")
+    (tmp_path / "quiet.json").write_text(to_json(quiet), encoding="utf-8")
+    assert (
+        main(["diff", str(tmp_path / "busy.json"), str(tmp_path / "quiet.json"), "--json", "-"])
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    triad = next(r for r in data["benchmarks"] if (r["case"], r["device"]) == ("triad", "cpu"))
+    assert triad["counted"] is False
+    assert triad["not_counted_reason"] == CPU_CONTENDED_REASON
+    assert triad["before_disturbances"] == ["cpu_contended"] and triad["after_disturbances"] == []
+    assert triad["before_disturbance_note"].startswith("other processes used 80%")
+    assert triad["better"] is True and triad["ratio"] == pytest.approx(6.2)  # names kept
+    gpu = next(r for r in data["benchmarks"] if r["device"] == "cuda:0")
+    assert gpu["counted"] is True and gpu["not_counted_reason"] is None
+    assert len(data["not_counted"]) == 4
+    assert any("not counted" in line for line in data["summary"])
+    assert not any("faster" in line for line in data["summary"])
+    assert ProfileDiff.model_validate(data).not_counted == data["not_counted"]
+
+
+_SIDES = ("neither", "older", "newer", "both")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    side=st.sampled_from(_SIDES),
+    ratio=st.sampled_from([0.1, 0.5, 0.9, 0.97, 1.0, 1.03, 1.2, 2.0, 6.2, 40.0]),
+    flag=st.sampled_from([*Disturbance, None]),
+    higher_is_better=st.booleans(),
+    trusted_ratio=st.sampled_from([0.5, 1.0, 3.0]),
+)
+def test_no_change_with_a_disturbed_side_is_ever_headlined(
+    side: str, ratio: float, flag: Disturbance | None, higher_is_better: bool, trusted_ratio: float
+) -> None:
+    """Whichever side is disturbed (or unsteady: ``flag`` None) and however far the figures
+    moved, the change is never in the summary; a trusted change beside it still is."""
+    unit = "GB/s" if higher_is_better else "us"
+
+    def figures(scale: float, disturbed: bool) -> Benchmarks:
+        bad: dict[str, object] = {}
+        if disturbed:
+            bad = {"disturbances": [flag]} if flag is not None else {"confidence": "low"}
+        return Benchmarks(
+            measurements=[
+                _m(
+                    "triad",
+                    "cpu",
+                    10.0 * scale,
+                    unit=unit,
+                    higher_is_better=higher_is_better,
+                    **bad,
+                ),
+                _m(
+                    "matmul",
+                    "cuda:0",
+                    100.0 * (trusted_ratio if scale != 1.0 else 1.0),
+                    unit="GFLOP/s",
+                ),
+            ]
+        )
+
+    a, b = _gpu_profile(), _gpu_profile()
+    a.created_utc, b.created_utc = "2026-11-21T10:00:00Z", "2026-11-22T10:00:00Z"
+    a.benchmarks = figures(1.0, side in ("older", "both"))
+    b.benchmarks = figures(ratio, side in ("newer", "both"))
+    b.benchmarks.measurements[1].best = 100.0 * trusted_ratio
+    d = diff_profiles(a, b, a_label="a", b_label="b")
+
+    triad = next(r for r in d.benchmarks if r.case == "triad")
+    matmul = next(r for r in d.benchmarks if r.case == "matmul")
+    label = bench_label("triad", "cpu", None, None)
+    headlined = [line for line in d.summary if line.startswith(label)]
+    assert matmul.counted
+    if trusted_ratio != 1.0:
+        assert any(line.startswith("matmul on cuda:0: ") for line in d.summary)
+    if side == "neither":
+        assert triad.counted and triad.not_counted_reason is None and d.not_counted == []
+        assert not any("not counted" in line for line in d.summary)
+        return
+    assert not triad.counted and not headlined
+    reason = triad.not_counted_reason
+    assert reason is not None
+    code = flag.value.replace("_", " ") if flag is not None else "low confidence"
+    assert f"({code})" in reason
+    if side == "both":
+        assert reason.startswith("each scan's figure")
+    else:
+        assert reason.startswith(f"the {side} scan's figure")
+    assert d.not_counted == [f"{label}: {d.not_counted[0].split(': ', 1)[1]}"]
+    assert d.not_counted[0].endswith(f"not counted: {reason}")
+    (aside,) = [line for line in d.summary if "not counted" in line]
+    assert aside.startswith("1 benchmark comparison not counted: ") and f"({code})" in aside
+    assert "scan both on an idle machine" in aside
+    summary_block = " ".join(
+        _console_text(d, width=200).split("No hardware or software fact changed.")[0].split()
+    )
+    assert label not in summary_block

@@ -3,6 +3,12 @@ figures moved, and whether the verdict for a workload changed.
 
 Volatile facts (available memory, free disk, temperatures, current clocks, utilisation, the time a
 profile was made, probe timings) are left out: they differ between any two scans.
+
+A benchmark change is counted (among the speed-ups and slow-downs of the summary) only where both
+figures are trusted (:attr:`Measurement.trusted`): a figure measured while other processes used the
+CPU or the GPU, on throttled clocks, on a slice of a GPU, or with runs that disagreed is not the
+machine's capability, and a busy scan against a quiet one of the same machine would otherwise
+headline a speed-up that is noise. Such a change is listed apart (``not_counted``) with its reason.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from hwadvisor.model.bench import BenchStatus, Measurement
+from pydantic import Field
+
+from hwadvisor.model.bench import BenchStatus, Confidence, Disturbance, Measurement
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.units import format_rate, format_value
@@ -49,7 +57,23 @@ class BenchmarkRatio(StrictModel):
     """after / before; null where ``before`` is zero or the units differ."""
     better: bool | None = None
     """True if ``after`` is better (accounting for ``higher_is_better``); null within the noise
-    (±2 %) or where there is no ratio."""
+    (±2 %) or where there is no ratio. Says which way the figures moved even where the change is
+    not ``counted``."""
+    counted: bool = True
+    """Both figures are trusted, so the change may count among the speed-ups and slow-downs.
+    False where either was disturbed or unsteady: then the change is never in the summary's
+    speed-ups or slow-downs, only in ``not_counted``."""
+    not_counted_reason: str | None = None
+    """Why the change is not counted, in words ("the older scan's figure was measured while other
+    processes used the CPU (cpu contended)"); null where it is counted."""
+    before_disturbances: list[Disturbance] = Field(default_factory=list)
+    """The disturbances of the ``before`` figure (cpu_contended, gpu_busy, ...)."""
+    after_disturbances: list[Disturbance] = Field(default_factory=list)
+    before_confidence: Confidence = Confidence.HIGH
+    after_confidence: Confidence = Confidence.HIGH
+    before_disturbance_note: str | None = None
+    """The ``before`` figure's disturbances with the figures behind them, as the scan wrote them."""
+    after_disturbance_note: str | None = None
 
 
 class ScenarioChange(StrictModel):
@@ -73,6 +97,9 @@ class ProfileDiff(StrictModel):
     """Benchmark cases measured (ok) only in profile a."""
     only_in_b: list[str]
     scenario: ScenarioChange | None = None
+    not_counted: list[str] = Field(default_factory=list)
+    """The benchmark changes set aside because a figure was disturbed or unsteady, one sentence
+    each, largest first ("triad on cpu: 6.2× faster (7.74 GB/s → 48.0 GB/s), not counted: ...")."""
     summary: list[str]
 
 
@@ -320,7 +347,59 @@ def _ok_measurements(p: Profile) -> dict[_Key, Measurement]:
     return out
 
 
-def _ratio(ma: Measurement, mb: Measurement) -> BenchmarkRatio:
+#: How a disturbed figure was measured, after "was measured".
+_MEASURED = {
+    Disturbance.CPU_CONTENDED: "while other processes used the CPU",
+    Disturbance.FEWER_THREADS: (
+        "with fewer threads than the machine has, as other processes held the rest of the CPUs"
+    ),
+    Disturbance.GPU_BUSY: "while other processes had work on the GPU",
+    Disturbance.GPU_THROTTLED: "while the GPU slowed its clocks for heat or power",
+    Disturbance.GPU_SHARED: "on a slice of the GPU (MIG or MPS), not the whole card",
+}
+_LOW_CONFIDENCE = "low confidence"
+
+
+def _trusted(disturbances: list[Disturbance], confidence: Confidence) -> bool:
+    """:attr:`Measurement.trusted` for a figure that was measured (ok, with a figure)."""
+    return not disturbances and confidence == Confidence.HIGH
+
+
+def _codes(disturbances: list[Disturbance], confidence: Confidence) -> list[str]:
+    """ "cpu contended", "gpu busy", "low confidence": the flags in words, in a fixed order."""
+    out = [d.value.replace("_", " ") for d in Disturbance if d in disturbances]
+    if confidence != Confidence.HIGH:
+        out.append(_LOW_CONFIDENCE)
+    return out
+
+
+def _distrust(disturbances: list[Disturbance], confidence: Confidence) -> str:
+    """What is wrong with an untrusted figure, to follow "the older scan's figure"."""
+    kinds = [d for d in Disturbance if d in disturbances]
+    if kinds:
+        text = "was measured " + " and ".join(_MEASURED[d] for d in kinds)
+        if confidence != Confidence.HIGH:
+            text += ", and its runs varied too much to trust"
+    else:
+        text = "varied too much between runs to trust"
+    return f"{text} ({', '.join(_codes(disturbances, confidence))})"
+
+
+def _not_counted_reason(ma: Measurement, mb: Measurement, older: str, newer: str) -> str | None:
+    if ma.trusted and mb.trusted:
+        return None
+    if not mb.trusted and not ma.trusted:
+        da = _distrust(ma.disturbances, ma.confidence)
+        db = _distrust(mb.disturbances, mb.confidence)
+        if da == db:
+            return f"each scan's figure {da}"
+        return f"the {older} scan's figure {da}; the {newer} scan's figure {db}"
+    if not ma.trusted:
+        return f"the {older} scan's figure {_distrust(ma.disturbances, ma.confidence)}"
+    return f"the {newer} scan's figure {_distrust(mb.disturbances, mb.confidence)}"
+
+
+def _ratio(ma: Measurement, mb: Measurement, older: str, newer: str) -> BenchmarkRatio:
     assert ma.best is not None and mb.best is not None
     ratio: float | None = None
     better: bool | None = None
@@ -328,6 +407,7 @@ def _ratio(ma: Measurement, mb: Measurement) -> BenchmarkRatio:
         ratio = mb.best / ma.best
         if abs(ratio - 1.0) > NOISE:
             better = (ratio > 1.0) == mb.higher_is_better
+    reason = _not_counted_reason(ma, mb, older, newer)
     return BenchmarkRatio(
         case=mb.case,
         device=mb.device,
@@ -339,6 +419,14 @@ def _ratio(ma: Measurement, mb: Measurement) -> BenchmarkRatio:
         after=mb.best,
         ratio=ratio,
         better=better,
+        counted=reason is None,
+        not_counted_reason=reason,
+        before_disturbances=list(ma.disturbances),
+        after_disturbances=list(mb.disturbances),
+        before_confidence=ma.confidence,
+        after_confidence=mb.confidence,
+        before_disturbance_note=ma.disturbance_note,
+        after_disturbance_note=mb.disturbance_note,
     )
 
 
@@ -349,16 +437,73 @@ def _speed_factor(r: BenchmarkRatio) -> float | None:
     return r.ratio if r.higher_is_better else 1.0 / r.ratio
 
 
-def _bench_sentence(r: BenchmarkRatio) -> str:
-    label = bench_label(r.case, r.device, r.precision, r.variant)
+def _move(r: BenchmarkRatio) -> str:
+    """ "2.4× faster", "1.2× slower", "about the same", "not comparable"."""
     factor = _speed_factor(r)
     if factor is None:
-        return f"{label}: not comparable"
+        return "not comparable"
     if r.better is None:
-        return f"{label}: about the same"
+        return "about the same"
     if r.better:
-        return f"{label}: {factor:.1f}× faster"
-    return f"{label}: {1.0 / factor:.1f}× slower"
+        return f"{factor:.1f}× faster"
+    return f"{1.0 / factor:.1f}× slower"
+
+
+def _bench_sentence(r: BenchmarkRatio) -> str:
+    return f"{bench_label(r.case, r.device, r.precision, r.variant)}: {_move(r)}"
+
+
+def not_counted_sentence(r: BenchmarkRatio) -> str:
+    """ "triad on cpu: 6.2× faster (7.74 GB/s → 48.0 GB/s), not counted: the older scan's figure
+    was measured while other processes used the CPU (cpu contended)"."""
+    label = bench_label(r.case, r.device, r.precision, r.variant)
+    figures = f"{format_rate(r.before, r.unit)} → {format_rate(r.after, r.unit)}"
+    return f"{label}: {_move(r)} ({figures}), not counted: {r.not_counted_reason}"
+
+
+def _scan_words(a: Profile, b: Profile) -> tuple[str, str]:
+    """How the sentences name the two scans: "older"/"newer" where a was made first (as
+    ``diff A B`` means), "first"/"second" where the files were given the other way round."""
+    if a.created_utc and b.created_utc and a.created_utc > b.created_utc:
+        return "first", "second"
+    return "older", "newer"
+
+
+def _set_aside_sentence(
+    set_aside: list[BenchmarkRatio], compared: int, older: str, newer: str
+) -> str:
+    """ "3 benchmark comparisons not counted: the older scan was disturbed (cpu contended); scan
+    both on an idle machine to compare them."."""
+    bad_a = [not _trusted(r.before_disturbances, r.before_confidence) for r in set_aside]
+    bad_b = [not _trusted(r.after_disturbances, r.after_confidence) for r in set_aside]
+    found = {
+        code
+        for r in set_aside
+        for code in _codes(r.before_disturbances, r.before_confidence)
+        + _codes(r.after_disturbances, r.after_confidence)
+    }
+    order = [d.value.replace("_", " ") for d in Disturbance] + [_LOW_CONFIDENCE]
+    codes = [c for c in order if c in found]
+    disturbed = any(c != _LOW_CONFIDENCE for c in codes)
+    both = [x and y for x, y in zip(bad_a, bad_b, strict=True)]
+    if all(both):
+        who, verb = "both scans", "were"
+    elif not any(bad_b):
+        who, verb = f"the {older} scan", "was"
+    elif not any(bad_a):
+        who, verb = f"the {newer} scan", "was"
+    elif any(both):
+        who, verb = "one or both scans", "were"
+    else:
+        who, verb = "one of the two scans", "was"
+    state = "disturbed" if disturbed else "unsteady"
+    why = f"{who} {verb} {state} ({', '.join(codes)})"
+    n = len(set_aside)
+    if n == compared and n > 1:
+        head = f"None of the {n} benchmark comparisons counted"
+    else:
+        head = f"{n} benchmark comparison{'s' if n != 1 else ''} not counted"
+    return f"{head}: {why}; scan both on an idle machine to compare them."
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,6 +574,7 @@ def _summary(
     only_a: list[str],
     only_b: list[str],
     scenario: ScenarioChange | None,
+    scans: tuple[str, str] = ("older", "newer"),
 ) -> list[str]:
     out: list[str] = []
     if changes:
@@ -444,12 +590,20 @@ def _summary(
     elif not ratios:
         out.append("No benchmark case was measured in both profiles.")
     else:
-        moved = [r for r in ratios if r.better is not None]
+        # Only changes between two trusted figures are headlined; the others are counted apart,
+        # in one sentence that always fits (so at most one change is named beside it when the
+        # facts take three lines).
+        counted = [r for r in ratios if r.counted]
+        set_aside = [r for r in ratios if not r.counted]
+        moved = [r for r in counted if r.better is not None]
         moved.sort(key=lambda r: -abs(_log_factor(r)))
-        if not moved:
-            out.append(f"{len(ratios)} benchmark case(s) compared; all within ±{NOISE:.0%}.")
-        else:
-            out += [_bench_sentence(r) for r in moved[:2]]
+        if counted and not moved:
+            out.append(f"{len(counted)} benchmark case(s) compared; all within ±{NOISE:.0%}.")
+        elif moved:
+            room = max(1, min(2, 5 - len(out) - (1 if set_aside else 0)))
+            out += [_bench_sentence(r) for r in moved[:room]]
+        if set_aside:
+            out.append(_set_aside_sentence(set_aside, len(ratios), *scans))
     if only_a or only_b:
         extra = (
             f"{len(only_a)} benchmark case(s) only in {a_label}, {len(only_b)} only in {b_label}."
@@ -522,7 +676,9 @@ def diff_profiles(a: Profile, b: Profile, *, a_label: str, b_label: str) -> Prof
     changes += _fact_changes("frameworks.torch", _pairs(ta, tb, _TORCH_FIELDS))
 
     ma, mb = _ok_measurements(a), _ok_measurements(b)
-    ratios = [_ratio(ma[k], mb[k]) for k in ma if k in mb]
+    scans = _scan_words(a, b)
+    ratios = [_ratio(ma[k], mb[k], *scans) for k in ma if k in mb]
+    set_aside = sorted((r for r in ratios if not r.counted), key=lambda r: -abs(_log_factor(r)))
     only_a = [bench_label(*k) for k in ma if k not in mb]
     only_b = [bench_label(*k) for k in mb if k not in ma]
 
@@ -553,7 +709,8 @@ def diff_profiles(a: Profile, b: Profile, *, a_label: str, b_label: str) -> Prof
         only_in_a=only_a,
         only_in_b=only_b,
         scenario=scenario,
-        summary=_summary(a, b, a_label, b_label, changes, ratios, only_a, only_b, scenario),
+        not_counted=[not_counted_sentence(r) for r in set_aside],
+        summary=_summary(a, b, a_label, b_label, changes, ratios, only_a, only_b, scenario, scans),
     )
 
 
@@ -581,5 +738,7 @@ def render_diff_html(diff: ProfileDiff, env: Environment) -> str:
         "format_ratio": format_ratio,
         "format_rate": format_rate,
         "bench_label": bench_label,
+        "not_counted_sentence": not_counted_sentence,
+        "bench_move": _move,
     }
     return render_template(env, _TEMPLATE, context)

@@ -2,6 +2,8 @@
 
 Fits 80 columns without splitting a value or a field name: the facts are grouped under their
 section, identical GPUs are folded ("GPU 1–7"), each benchmark is one row with its unit.
+Benchmark changes with a disturbed or unsteady figure are not in the table: they are listed apart,
+each with its reason, under "Not counted".
 Probed strings (GPU names, labels, versions) go to rich as ``Text``, never as markup.
 """
 
@@ -124,14 +126,15 @@ def render_diff(diff: ProfileDiff, console: Console) -> None:
     else:
         console.print(Text("No hardware or software fact changed.", style="dim"))
 
-    if diff.benchmarks:
+    counted = [r for r in diff.benchmarks if r.counted]
+    if counted:
         bench = _table("Benchmarks (after / before)")
         bench.add_column("case", no_wrap=True)
         bench.add_column("device", no_wrap=True)
         bench.add_column("before", no_wrap=True, justify="right")
         bench.add_column("after", no_wrap=True, justify="right")
         bench.add_column("ratio", no_wrap=True)
-        for r in diff.benchmarks:
+        for r in counted:
             case = " ".join(x for x in (r.precision, r.case.replace("_", " "), r.variant) if x)
             bench.add_row(
                 Text(case),
@@ -144,6 +147,11 @@ def render_diff(diff: ProfileDiff, console: Console) -> None:
         console.print(
             Text("ratio: after / before; for times, lower is better.", style="dim"),
         )
+        console.print()
+    if diff.not_counted:
+        console.print(Text("Not counted: a figure was disturbed or unsteady", style="bold"))
+        for sentence in diff.not_counted:
+            console.print(Flow(Text("• " + sentence), indent=2))
         console.print()
     for label, cases in ((diff.a_label, diff.only_in_a), (diff.b_label, diff.only_in_b)):
         if cases:
