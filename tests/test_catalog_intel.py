@@ -338,7 +338,7 @@ def test_an_unknown_arc_is_a_usage_error_that_names_intel_cards() -> None:
         resolve_gpu("Arc A7700")
     message = str(info.value)
     assert "'Arc A7700'" in message
-    assert "close matches: Intel Arc A" in message
+    assert "closest: Intel Arc A" in message
 
 
 def test_the_suggestions_for_other_vendors_are_unchanged() -> None:

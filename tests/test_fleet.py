@@ -257,6 +257,14 @@ def test_advise_ranks_hosts_by_time_to_train(tmp_path: Path, capsys: Any) -> Non
     eight = [r for r in ranking if "8×" in r["hardware"]]
     cpu = [r for r in ranking if r["hostname"] in ("node-00000", "node-00003", "node-00006")]
     assert eight and cpu and max(r["seconds"] for r in eight) < min(r["seconds"] for r in cpu)
+    assert doc["deadline_hours"] == 24
+    assert all(r["verdict"] in ("enough", "not enough", "not confirmed") for r in ranking)
+    assert all((r["verdict"] == "enough") == r["sufficient"] for r in ranking)
+    # A longer deadline lets more hosts meet it, never fewer.
+    args = ["fleet", "advise", str(folder), "-w", "resnet50-imagenet", "--json"]
+    assert main([*args, "--deadline", "30d"]) == 0
+    month = json.loads(capsys.readouterr().out)
+    assert month["deadline_hours"] == 720 and month["meets"] >= doc["meets"]
     assert main(["fleet", "advise", str(folder), "--workload", "no-such-thing"]) == 2
 
 

@@ -341,8 +341,9 @@ def test_a_field_the_probe_reads_wrong_is_named(gpu_profile: Profile) -> None:
 
 
 def test_a_fact_the_probe_misses_is_named() -> None:
-    """The fixture as saved predates the VBIOS fact: the probe "misses" what nvidia-smi shows."""
-    found = by_name(checks.facts_checks(load_profile(SINGLE_GPU), SMI_XML.read_text("utf-8")))
+    """A profile saved before the VBIOS fact: the probe "misses" what nvidia-smi shows."""
+    old = ROOT / "tests" / "fixtures" / "profiles" / "v4-single-gpu-old-advice.json"
+    found = by_name(checks.facts_checks(load_profile(old), SMI_XML.read_text("utf-8")))
     result = found["GPU 0 vs nvidia-smi"]
     assert result["status"] == "FAIL"
     assert "vbios_version: probe None vs nvidia-smi '94.02.71.40.72'" in result["figure"]

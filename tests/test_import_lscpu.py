@@ -53,8 +53,8 @@ def test_an_x86_brand_string_is_not_taken_for_a_core_design() -> None:
 
 
 def test_a_short_estimate_is_never_zero_minutes() -> None:
-    from hwadvisor.advise.engine import _fmt_hours
+    from hwadvisor.advise.engine import _dur
 
-    assert _fmt_hours(20 / 3600) == "20 s"
-    assert _fmt_hours(0.0) == "1 s"
-    assert _fmt_hours(0.5) == "30 min"
+    assert _dur(20) == "20 s"
+    assert _dur(0.0) == "1 s"
+    assert _dur(1800) == "30 min"

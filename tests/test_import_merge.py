@@ -151,7 +151,7 @@ def test_a_cut_file_in_a_merge_is_named_in_its_finding() -> None:
 
 
 def test_a_saved_profile_is_not_merged() -> None:
-    saved = (Path(__file__).parent / "fixtures" / "reports" / "single-gpu.json").read_text("utf-8")
+    saved = (Path(__file__).parent / "fixtures" / "reports" / "cpu-only.json").read_text("utf-8")
     assert import_text(saved, "p.json").imported is None  # on its own: loaded as it is
     with pytest.raises(InputError, match=r"^p\.json: a saved hwadvisor profile cannot be merged"):
         import_texts([(COLLECT_ENV_2XH100, "ce.txt"), (saved, "p.json")])

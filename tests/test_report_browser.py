@@ -51,7 +51,7 @@ def test_report_renders_in_chromium_with_the_verdict(tmp_path: Path, fixture: st
     dom = _browser(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert profile.advice is not None
-    assert f"Scenario {profile.advice.scenario.id}" in dom.stdout
+    assert f"Needs: scenario {profile.advice.scenario.id} of 4" in dom.stdout
     assert profile.advice.scenario.title in dom.stdout
     # The console would report failed resource loads or script errors here.
     errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "net::ERR" in line]

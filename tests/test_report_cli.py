@@ -38,7 +38,7 @@ def test_report_writes_html_and_a_redacted_pdf(
     assert "build-7" in html.read_text()  # local HTML keeps the hostname
     text = _pdf_text(pdf)
     assert "build-7" not in text and "redacted-" in text  # the PDF leaves the building redacted
-    assert "Scenario 2" in text and "Is this machine enough?" in text
+    assert "scenario 2 of 4" in text and "Is this machine enough?" in text
     assert pdf.stat().st_size < 1024 * 1024
     # Never overwritten: a second run gets new names.
     assert main(["report", str(saved)]) == ExitStatus.OK

@@ -12,7 +12,7 @@ from hwadvisor.model.load import load_profile
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.render.charts import crossover_chart, throughput_chart, time_to_train_chart
 from hwadvisor.render.html import render_html
-from hwadvisor.units import short_plan
+from hwadvisor.units import money
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 SHA = "0123456789abcdef" * 4
@@ -46,26 +46,27 @@ def test_page_one_has_the_verdict(rendered: dict[str, str]) -> None:
     one = _page_one(rendered["single-gpu"])
     advice = _load("single-gpu").advice
     assert advice is not None
-    assert f"Scenario {advice.scenario.id}: {advice.scenario.title}" in one
+    assert f"Needs: scenario {advice.scenario.id} of 4 ({advice.scenario.title})" in one
     assert f"({advice.scenario.confidence} confidence)" in one
-    # An RTX 3080 trains ResNet-50 in about 2.5 days: within scenario 3's week.
-    assert advice.this_machine.sufficient
-    assert "This machine meets the workload." in one
-    assert "does not meet" not in one
-    # Enough already: the smallest class that would also do, never "recommended" to buy.
-    assert "Smallest class that also meets it: <strong>" in one
-    assert "Recommended hardware class" not in one
-    assert "Best GPU matrix multiply (bf16)" in one
-    assert "Small-CNN training step, GPU vs CPU" in one
-    assert "Training memory" in one  # a headline figure, not a repeated table row
-    # Needed is at the preset's batch, more than the card holds: the row says how it fits.
+    # An RTX 3080 needs about 2.5 days for ResNet-50: over the default deadline of a day.
+    assert not advice.this_machine.sufficient
+    assert "This machine is not enough for resnet50-imagenet within 24 h." in one
+    assert "Recommended: <strong>" in one
+    assert "Smallest class that also meets it" not in one
+    rec = advice.recommendation
+    assert rec is not None and rec.purchase_cost is not None
+    assert f"Cost: buy {money(rec.purchase_cost)}" in one
+    assert "GPU matrix multiply (bf16)" in one
+    assert "training step, GPU vs CPU" in one
+    assert "Training memory here" in one  # a headline figure, not a repeated table row
+    # Needed is at the preset's batch, more than the card holds: the tile says how it fits.
     mine = next(e for e in advice.estimates if e.origin == "this-machine" and e.gpus)
     assert mine.memory_needed_bytes and mine.memory_available_bytes
     assert mine.memory_needed_bytes > mine.memory_available_bytes
-    assert f"fits {short_plan(mine.memory_plan)}" in one and short_plan(mine.memory_plan)
+    assert mine.plan_batch and f"(at batch {mine.plan_batch} ×{mine.plan_accumulation})" in one
     html = rendered["single-gpu"]
     # The details follow page one: the estimates table and its chart.
-    assert "Time to train here and on the candidates" in html.split("</section>", 1)[1]
+    assert "Time to train and cost, here and on each option" in html.split("</section>", 1)[1]
     assert "data:image/svg+xml;base64," in html
 
 
@@ -75,17 +76,22 @@ def test_page_one_without_a_workload() -> None:
     one = _page_one(render_html(profile, source_sha256=SHA))
     assert "No workload given." in one
     assert "Machine summary" in one and "NVIDIA GeForce RTX 3080" in one
-    assert "CPU matrix multiply (FP32)" in one
+    assert "GPU matrix multiply (bf16)" in one and "training step, GPU vs CPU" in one
 
 
-def test_cost_line_when_prices_were_given() -> None:
+def test_cost_line_in_the_currency_of_the_prices(tmp_path: Path) -> None:
+    from hwadvisor.advise import advise, load_prices
+    from hwadvisor.workloads import get_workload
+
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        'currency = "EUR"\n[[price]]\nhardware = "single_gpu"\npurchase = 2000\nhourly = 0.8\n',
+        encoding="utf-8",
+    )
     profile = _load("single-gpu")
-    assert profile.advice is not None
-    profile.advice.currency = "EUR"
-    for e in profile.advice.estimates:
-        e.purchase_cost, e.hourly_cost, e.run_cost = 2000.0, 0.8, 19.0
+    profile.advice = advise(profile, get_workload("llm-7b-lora"), prices=load_prices(path))
     one = _page_one(render_html(profile, source_sha256=SHA))
-    assert "Cost (EUR)" in one and "buy 2,000" in one
+    assert "Cost: buy €2,000 or rent €0.80/h" in one
 
 
 def test_hostile_strings_are_escaped() -> None:
@@ -176,7 +182,9 @@ def test_schema_1_profile_renders() -> None:
 
 
 def _busy(disturbance: str) -> Profile:
+    from hwadvisor.advise import advise
     from hwadvisor.model.bench import Confidence, CpuLoad, Disturbance
+    from hwadvisor.workloads import get_workload
 
     profile = _load("cpu-only")
     assert profile.benchmarks is not None
@@ -186,6 +194,8 @@ def _busy(disturbance: str) -> Profile:
         m.confidence = Confidence.HIGH
         m.threads = 1
         m.disturbance_note = "measured with 1 of 2 threads"
+    # As a scan would: the advice made from those figures.
+    profile.advice = advise(profile, get_workload("resnet50-imagenet"))
     return profile
 
 
@@ -196,6 +206,7 @@ def test_page_one_says_the_machine_was_busy_and_how_to_rescan() -> None:
     assert "other processes kept 1.0 of 2 CPUs busy" in one
     assert "(measured with 1 of 2 threads)" in one
     assert "scale the figures from the free cores" in one
+    assert "counted as" in one  # the key figure says what the estimate used
     assert "scan again" in one
     assert "scaled to all CPUs by the advice: measured with 1 of 2 threads" in html
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from hwadvisor import __version__
-from hwadvisor.cliopts import QuietOpt
+from hwadvisor.cliopts import DeadlineOpt, KwhOpt, QuietOpt
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
 
@@ -254,10 +254,12 @@ def scan(
         ),
     ] = None,
     workload: WorkloadOpt = None,
+    deadline: DeadlineOpt = None,
     assume_gpu: AssumeGpuOpt = None,
     gpus: GpusOpt = 1,
     rules: RulesOpt = None,
     prices: PricesOpt = None,
+    kwh_price: KwhOpt = None,
     formats: FormatOpt = "json,html,pdf",
     paper: PaperOpt = "A4",
     template_dir: TemplateDirOpt = None,
@@ -293,7 +295,9 @@ def scan(
 
     err = _stderr()
     # Bad advice options fail now, not after the scan.
-    request = _advice_request(workload, None, assume_gpu, gpus, rules, prices) if workload else None
+    request = _advice_request(
+        workload, None, assume_gpu, gpus, rules, prices, deadline, kwh_price, need_workload=False
+    )
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
@@ -308,9 +312,12 @@ def scan(
             profile = run_scan(options)
     except KeyboardInterrupt as exc:
         raise Interrupted("interrupted; no partial file was written") from exc
-    if request is not None:
+    presets = None
+    if request.workload is not None:
         profile.advice = request.run(profile)
-    _emit(profile, how, err)
+    elif not quiet and json_out != "-":
+        presets = request.presets(profile)
+    _emit(profile, how, err, presets=presets)
 
 
 @dataclass
@@ -326,7 +333,13 @@ class _Output:
     quiet: bool = False
 
 
-def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None) -> None:
+def _emit(
+    profile: Profile,
+    how: _Output,
+    err: Console,
+    stem: str | None = None,
+    presets: list[Any] | None = None,
+) -> None:
     """Write the profile (stdout, or JSON/HTML/PDF files) and print the summary; exit 3 when a
     probe or a benchmark case failed, or a requested PDF could not be made. Quiet: only what
     made the run degraded is printed (stderr)."""
@@ -358,7 +371,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
         if not how.quiet:
             from hwadvisor.render.console import render_summary
 
-            render_summary(profile, terminal_console())
+            render_summary(profile, terminal_console(), presets)
             err.print(f"Profile written to [bold]{_escape(str(target))}[/bold]")
     else:
         folder, name = how.out, stem or _file_stem(profile)
@@ -375,7 +388,7 @@ def _emit(profile: Profile, how: _Output, err: Console, stem: str | None = None)
         if not how.quiet:
             from hwadvisor.render.console import render_summary
 
-            render_summary(profile, terminal_console())
+            render_summary(profile, terminal_console(), presets)
         for path in written.files if not how.quiet else ():
             what = "Profile" if path.suffix == ".json" else "Report"
             err.print(f"{what} written to [bold]{_escape(str(path))}[/bold]")
@@ -469,17 +482,47 @@ PricesOpt = Annotated[
 
 
 class _AdviceRequest:
-    """A validated advice request: the workload, rules, prices and assumed GPUs."""
+    """A validated advice request: the workload, rules, prices, assumed GPUs and deadline."""
 
-    def __init__(self, workload: Any, rules: Any, prices: Any, assume: list[Any]) -> None:
+    def __init__(
+        self,
+        workload: Any,
+        rules: Any,
+        prices: Any,
+        assume: list[Any],
+        deadline_hours: float | None = None,
+    ) -> None:
         self.workload, self.rules, self.prices, self.assume = workload, rules, prices, assume
+        self.deadline_hours = deadline_hours
 
     def run(self, profile: Profile) -> Any:
         from hwadvisor.advise import advise
 
         return advise(
-            profile, self.workload, rules=self.rules, prices=self.prices, assume=self.assume
+            profile,
+            self.workload,
+            rules=self.rules,
+            prices=self.prices,
+            assume=self.assume,
+            deadline_hours=self.deadline_hours,
         )
+
+    def presets(self, profile: Profile) -> list[Any]:
+        """This request's settings applied to every preset (``scan`` without a workload)."""
+        from hwadvisor.advise import advise
+        from hwadvisor.workloads import load_workloads
+
+        return [
+            advise(
+                profile,
+                w,
+                rules=self.rules,
+                prices=self.prices,
+                assume=self.assume,
+                deadline_hours=self.deadline_hours,
+            )
+            for w in load_workloads()
+        ]
 
 
 def _advice_request(
@@ -489,16 +532,27 @@ def _advice_request(
     gpus: int,
     rules: Path | None,
     prices: Path | None,
+    deadline: float | None = None,
+    kwh_price: float | None = None,
+    *,
+    need_workload: bool = True,
 ) -> _AdviceRequest:
-    from hwadvisor.advise import check_prices, load_prices, load_rules, resolve_gpu
+    from hwadvisor.advise import (
+        builtin_prices,
+        check_prices,
+        load_prices,
+        load_rules,
+        resolve_gpu,
+    )
     from hwadvisor.workloads import WorkloadError, custom_workload, get_workload
 
+    chosen = None
     try:
         if custom:
             chosen = custom_workload(**custom)
         elif workload:
             chosen = get_workload(workload)
-        else:
+        elif need_workload:
             raise UsageError(
                 "name a workload: --workload NAME (see `hwadvisor workloads`), "
                 "or describe one with --params and --flops-per-sample/--tokens"
@@ -507,10 +561,11 @@ def _advice_request(
         raise UsageError(str(exc)) from exc
     assume = [(resolve_gpu(name), gpus) for name in assume_gpu or []]
     ladder = load_rules(rules)
-    priced = load_prices(prices) if prices else None
-    if priced is not None:
-        check_prices(priced, ladder)
-    return _AdviceRequest(chosen, ladder, priced, assume)
+    priced = load_prices(prices) if prices else builtin_prices()
+    if prices:
+        rungs = ladder.candidates
+        check_prices(priced, [c.title for c in rungs] + [c.role for c in rungs])
+    return _AdviceRequest(chosen, ladder, priced.with_kwh(kwh_price), assume, deadline)
 
 
 def _seconds_between(value: float | None, low: float, high: float) -> float | None:
@@ -555,16 +610,18 @@ def _whole(option: str, value: float) -> int:
 )
 def advise(
     profile_path: Annotated[
-        Path,
+        Optional[Path],
         typer.Option(
             "--profile",
             "-p",
             metavar="FILE",
             help="A saved profile, or any file `hwadvisor import` reads (collect_env output, "
-            "nvidia-smi -q -x, an nvidia-smi table ...): the format is detected.",
+            "nvidia-smi -q -x, an nvidia-smi table ...): the format is detected. Default: "
+            "the newest profile in reports/, else this machine detected without benchmarks.",
         ),
-    ],
+    ] = None,
     workload: WorkloadOpt = None,
+    deadline: DeadlineOpt = None,
     params: Annotated[
         Optional[float],
         typer.Option("--params", metavar="N", help="Custom workload: model parameters."),
@@ -627,6 +684,7 @@ def advise(
     gpus: GpusOpt = 1,
     rules: RulesOpt = None,
     prices: PricesOpt = None,
+    kwh_price: KwhOpt = None,
     json_out: Annotated[
         Optional[str],
         typer.Option(
@@ -671,8 +729,10 @@ def advise(
             "--layers/--hidden/--heads/--seq-len/--activation-bytes describe a "
             "custom workload: give --params too"
         )
-    request = _advice_request(workload, custom, assume_gpu, gpus, rules, prices)
-    profile = import_file(profile_path)
+    request = _advice_request(
+        workload, custom, assume_gpu, gpus, rules, prices, deadline, kwh_price
+    )
+    profile = import_file(profile_path) if profile_path is not None else _default_profile()
     result = request.run(profile)
     if json_out == "-":
         sys.stdout.write(to_json(result))
@@ -684,6 +744,33 @@ def advise(
         from hwadvisor.render.terminal import console as terminal_console
 
         render_advice(result, terminal_console(), profile=profile)
+
+
+def _default_profile(folder: Path = Path("reports")) -> Profile:
+    """The newest profile ``scan`` left in ``folder`` (said on stderr), else this machine
+    detected now without benchmarks."""
+    from hwadvisor.errors import InputError
+    from hwadvisor.model.load import load_profile
+
+    newest: tuple[str, Path, Profile] | None = None
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            found = load_profile(path)
+        except InputError:
+            continue  # not a profile (or unreadable): another file of the folder
+        if found.imported is None and (newest is None or found.created_utc > newest[0]):
+            newest = (found.created_utc, path, found)
+    err = _stderr()
+    if newest is not None:
+        err.print(f"Using {_escape(str(newest[1]))} (the newest profile in {_escape(str(folder))})")
+        return newest[2]
+    from hwadvisor.pipeline import ScanOptions, run_scan
+
+    err.print(
+        f"No profile in {_escape(str(folder))}: detecting this machine without benchmarks "
+        "(hwadvisor scan measures it)"
+    )
+    return run_scan(ScanOptions(out_dir=folder, bench=False))
 
 
 @app.command(
@@ -916,6 +1003,77 @@ def workloads() -> None:
     for w in load_workloads():
         table.add_row(w.name, w.kind, w.description, w.precision)
     terminal_console().print(table)
+
+
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor gpus                        # the whole GPU catalog",
+            "hwadvisor gpus 4090                   # every row with 4090 in its name",
+            "hwadvisor gpus h100 --json            # as JSON, for scripts",
+        ],
+        [ExitStatus.USAGE],
+    )
+)
+def gpus(
+    name_filter: Annotated[
+        Optional[str],
+        typer.Argument(metavar="[FILTER]", help="Words or a model number the name must have."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the GPU catalog: the names --assume-gpu takes, with memory, peaks and price.
+
+    Each row: the catalog name, its class (consumer, workstation, datacenter), memory, the
+    dense tensor peak (bf16, else fp16) and fp32 in TFLOP/s, memory bandwidth, and the card's
+    price from the built-in price catalog with its date."""
+    from hwadvisor.advise import builtin_prices
+    from hwadvisor.advise.names import gpu_rows
+    from hwadvisor.render.terminal import console as terminal_console
+    from hwadvisor.units import money
+
+    rows = gpu_rows(name_filter)
+    if not rows:
+        raise UsageError(
+            f"no GPU in the catalog matches {name_filter!r}; `hwadvisor gpus` lists them all"
+        )
+    prices = builtin_prices()
+    if as_json:
+        out = []
+        for r in rows:
+            card = prices.cards.get(r.name)
+            out.append(
+                {
+                    **r.as_dict(),
+                    "price": card.price if card else None,
+                    "price_date": card.date if card else None,
+                    "currency": prices.currency,
+                }
+            )
+        typer.echo(json.dumps(out, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table(
+        "name", "class", "memory", "tensor", "fp32", "bandwidth", "price", box=None, pad_edge=False
+    )
+    for r in rows:
+        card = prices.cards.get(r.name)
+        table.add_row(
+            r.name,
+            r.gpu_class or "—",
+            f"{r.memory_gb:g} GB" if r.memory_gb else "—",
+            f"{r.tensor_tflops:,.0f}" if r.tensor_tflops else "—",
+            f"{r.fp32_tflops:,.1f}" if r.fp32_tflops else "—",
+            f"{r.bandwidth_gbs:,.0f} GB/s" if r.bandwidth_gbs else "—",
+            f"{money(card.price, prices.currency)} ({card.date[:7]})" if card else "—",
+        )
+    console = terminal_console()
+    console.print(table)
+    console.print(
+        "tensor and fp32: dense TFLOP/s; price: a card's street price from the price catalog",
+        style="dim",
+    )
 
 
 @app.command(epilog=epilog(["hwadvisor schema > profile.schema.json"], [ExitStatus.IO_ERROR]))

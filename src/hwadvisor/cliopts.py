@@ -3,7 +3,9 @@ import :mod:`hwadvisor.cli`: it imports them)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+import re
+from typing import Annotated, Optional
 
 import typer
 
@@ -17,4 +19,74 @@ QuietOpt = Annotated[
     ),
 ]
 
-__all__ = ["QuietOpt"]
+_DURATION = re.compile(
+    r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hr|hrs|hours?|d|days?|w|weeks?)?\s*$",
+    re.IGNORECASE,
+)
+_HOURS_PER = {"m": 1 / 60, "h": 1.0, "d": 24.0, "w": 168.0}
+#: The longest deadline taken: ten years.
+MAX_DEADLINE_HOURS = 87_600.0
+
+
+def parse_deadline(text: str | None) -> float | None:
+    """A deadline as people type it, in hours: "8h", "36", "3d", "90min", "2 weeks" (a bare
+    number is hours); :class:`typer.BadParameter` otherwise."""
+    if text is None:
+        return None
+    found = _DURATION.match(text)
+    if found is None:
+        raise typer.BadParameter(
+            f"{text!r} is not a duration: give hours or a number with a unit, e.g. 8h, 36, 3d, "
+            "90min, 2w"
+        )
+    value = float(found.group(1))
+    unit = (found.group(2) or "h").lower()
+    hours = value * _HOURS_PER["m" if unit.startswith("m") else unit[0]]
+    if not math.isfinite(hours) or hours <= 0 or hours > MAX_DEADLINE_HOURS:
+        raise typer.BadParameter(f"must be more than 0 and at most ten years, got {text!r}")
+    return hours
+
+
+def _deadline(text: str) -> float:
+    hours = parse_deadline(text)
+    assert hours is not None
+    return hours
+
+
+DeadlineOpt = Annotated[
+    Optional[float],  # noqa: UP045 - typer reads the annotation at run time (Python 3.10)
+    typer.Option(
+        "--deadline",
+        metavar="TIME",
+        parser=_deadline,
+        help="How long one training run may take: 8h, 36 (hours), 3d, 2w (default: 24 h, "
+        "from the rules file). The scenario is the smallest class of hardware that meets it.",
+    ),
+]
+
+
+def parse_kwh(value: float | None) -> float | None:
+    if value is not None and (not math.isfinite(value) or not 0 < value <= 10):
+        raise typer.BadParameter(f"must be a price per kWh above 0 and at most 10, got {value!r}")
+    return value
+
+
+KwhOpt = Annotated[
+    Optional[float],  # noqa: UP045 - typer reads the annotation at run time (Python 3.10)
+    typer.Option(
+        "--kwh-price",
+        metavar="PRICE",
+        callback=parse_kwh,
+        help="Electricity price per kWh for the energy cost of owned hardware (default: the "
+        "price catalog's, 0.17 USD).",
+    ),
+]
+
+__all__ = [
+    "MAX_DEADLINE_HOURS",
+    "DeadlineOpt",
+    "KwhOpt",
+    "QuietOpt",
+    "parse_deadline",
+    "parse_kwh",
+]

@@ -103,6 +103,44 @@ def duration_with_range(
     return f"{human_duration(seconds)} ({duration_range(low, high)})"
 
 
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
+
+
+def money(value: float | None, currency: str | None = "USD") -> str:
+    """An amount rounded to what it is worth, never "0": "$0.27", "$4.80", "$312", "$1,999",
+    "$38,000", "$312,000"; under a cent, "under $0.01"; another currency as "1,999 CHF"."""
+    if value is None:
+        return NONE
+    cur = currency or "USD"
+    sign = _SYMBOLS.get(cur)
+
+    def shown(text: str) -> str:
+        return f"{sign}{text}" if sign else f"{text} {cur}"
+
+    if value < 0.005:
+        return f"under {shown('0.01')}"
+    if value < 10:
+        return shown(f"{value:.2f}")
+    if value < 10_000:
+        return shown(f"{value:,.0f}")
+    magnitude = 10 ** (len(str(int(value))) - 3)
+    return shown(f"{round(value / magnitude) * magnitude:,.0f}")
+
+
+def count_text(value: float | None, unit: str) -> str:
+    """A count of runs or hours for people: "0.4 runs", "3.2 runs", "27 runs", "1,300 runs"."""
+    if value is None:
+        return NONE
+    if value < 10:
+        text = f"{value:.1f}".removesuffix(".0")
+    elif value < 10_000:
+        text = f"{value:,.0f}"
+    else:
+        magnitude = 10 ** (len(str(int(value))) - 2)
+        text = f"{round(value / magnitude) * magnitude:,.0f}"
+    return f"{text} {unit}" + ("" if text == "1" else "s")
+
+
 def format_value(value: Any, name: str = "") -> str:
     """A fact's value for people, its unit told by the field's name: ``*_bytes`` in GiB,
     ``*_mhz``, ``*_watts``, ``*_seconds`` as a duration, ``*_gbps``; yes/no; lists joined."""

@@ -59,6 +59,7 @@ def make_host(
 ) -> dict[str, Any]:
     """One host's profile from ``base``: identity, time, stack and figures varied."""
     doc = copy.deepcopy(base)
+    doc["imported"] = None  # a fleet host scanned itself, whatever the template was read from
     doc["host"] = {
         "hostname": _fact(hostname or f"node-{i:05d}", "os"),
         "machine_id": _fact(machine_id(i, salt), "os"),

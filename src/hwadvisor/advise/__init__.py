@@ -1,12 +1,15 @@
-"""The advice: from a profile and a workload to a scenario, estimates and a rule trace.
+"""The advice: from a profile, a workload and a deadline to the whole answer.
 
 A package of small modules, each stage importing only those before it:
 
 * :mod:`.names` — GPU names as people type them (the catalog row, or the nearest names);
-* :mod:`.files` — the rules file (scenarios, hardware ladder, rules) and the prices file;
+* :mod:`.files` — the rules file (scenario classes, the default deadline, the hardware ladder);
+* :mod:`.pricing` — the price catalog and a user's prices: what each option costs;
 * :mod:`.trust` — which of a profile's facts and measurements an estimate may rest on;
 * :mod:`.rates` — how fast each piece of hardware trains a workload, and how it fits memory;
-* :mod:`.engine` — the rules tried in order, the verdict, scale-out, what-ifs, assumptions.
+* :mod:`.figures` — the key figures behind a verdict;
+* :mod:`.engine` — the options and their classes, the scenario, the recommendation, the
+  verdict, what would change it.
 
 Nothing here imports torch or touches hardware: it works on saved and imported profiles.
 """
@@ -14,20 +17,19 @@ Nothing here imports torch or touches hardware: it works on saved and imported p
 from hwadvisor.advise.engine import MAX_SCALE_OUT_GPUS, advise, decide, scale_out
 from hwadvisor.advise.files import (
     GB,
+    GIB,
     ROLES,
     TYPICAL_MATMUL_EFFICIENCY,
     Candidate,
-    Prices,
-    Rule,
     Rules,
     RulesError,
-    check_prices,
     is_datacenter,
-    load_prices,
     load_rules,
     parse_candidate,
+    scenario_class,
 )
-from hwadvisor.advise.names import nearest_gpus, resolve_gpu
+from hwadvisor.advise.names import ResolvedGpu, nearest_gpus, resolve_gpu
+from hwadvisor.advise.pricing import Prices, builtin_prices, check_prices, load_prices
 from hwadvisor.advise.rates import (
     Rate,
     candidate_rate,
@@ -39,17 +41,19 @@ from hwadvisor.advise.trust import bench_device, plausible
 
 __all__ = [
     "GB",
+    "GIB",
     "MAX_SCALE_OUT_GPUS",
     "ROLES",
     "TYPICAL_MATMUL_EFFICIENCY",
     "Candidate",
     "Prices",
     "Rate",
-    "Rule",
+    "ResolvedGpu",
     "Rules",
     "RulesError",
     "advise",
     "bench_device",
+    "builtin_prices",
     "candidate_rate",
     "check_prices",
     "decide",
@@ -63,5 +67,6 @@ __all__ = [
     "plausible",
     "resolve_gpu",
     "scale_out",
+    "scenario_class",
     "this_machine_rates",
 ]

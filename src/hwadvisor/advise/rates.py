@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from hwadvisor.advise.files import GB, TYPICAL_MATMUL_EFFICIENCY, Candidate, Rules, is_datacenter
+from hwadvisor.advise.files import (
+    GIB,
+    TYPICAL_MATMUL_EFFICIENCY,
+    Candidate,
+    Rules,
+    is_datacenter,
+    scenario_class,
+)
 from hwadvisor.advise.trust import (
     _distrust_note,
     _emulated,
@@ -62,6 +69,22 @@ class Rate:
     per_gpu_memory: int | None
     calibrated: bool = False
     notes: list[str] = field(default_factory=list)
+    memory_from_catalog: bool = False
+    """The profile lacks this machine's GPU memory: it is the catalog's."""
+    gpu: str | None = None
+    """The catalog name of the GPU (for prices); None for a CPU."""
+    cores: int | None = None
+
+    @property
+    def scenario_class(self) -> int:
+        return scenario_class(self.gpus)
+
+
+def catalog_memory(peak: GpuPeak) -> int | None:
+    """A catalog GPU's memory in bytes. GPU makers' "GB" are binary (an RTX 4090's 24 GB is
+    24,564 MiB as the driver reports it; an A100 40GB's, 40,960 MiB): read as GiB, so that an
+    assumed card fits what the same card scanned fits."""
+    return int(peak.memory_gb * GIB) if peak.memory_gb else None
 
 
 #: One training step launches about this many GPU kernels per transformer layer (forward about
@@ -156,7 +179,7 @@ def sharding(w: Workload, peak: GpuPeak, gpus: int, rules: Rules) -> str:
         return "ddp"
     if not peak.memory_gb or w.kind == "classical":
         return "fsdp"
-    plan = memory_plan(w, int(peak.memory_gb * GB), gpus, rules)
+    plan = memory_plan(w, catalog_memory(peak), gpus, rules)
     return "ddp" if plan is not None and plan.message.endswith("(plain data parallel)") else "fsdp"
 
 
@@ -318,17 +341,24 @@ def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candi
             cpu_est = estimate(
                 w, rate_flops=(gflops or 1.0) * 1e9, efficiency=default_efficiency(w, "cpu")
             )
-        cpu_memory = int((c.memory_gb or 0) * GB)
-        return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory)
+        cpu_memory = int((c.memory_gb or 0) * GIB)
+        return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory, cores=c.cores)
     peak = find_gpu_peak(c.gpu or "")
     assert peak is not None  # checked when the rules were loaded
-    memory = int(peak.memory_gb * GB) if peak.memory_gb else None
+    memory = catalog_memory(peak)
     if w.kind == "classical":
         return Rate(
-            c.title, origin, c.gpus, None, memory, memory, notes=["classical ML runs on the CPU"]
+            c.title,
+            origin,
+            c.gpus,
+            None,
+            memory,
+            memory,
+            notes=["classical ML runs on the CPU"],
+            gpu=peak.name,
         )
     est = _gpu_estimate(w, peak, c.gpus, c.device_class, rules)
-    return Rate(c.title, origin, c.gpus, est, memory, memory)
+    return Rate(c.title, origin, c.gpus, est, memory, memory, gpu=peak.name)
 
 
 def _no_estimate(title: str, memory: int | None, why: str) -> Rate:
@@ -430,6 +460,9 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     name = first.name.value or "unknown GPU"
     peak = find_gpu_peak(name, first.vram_total_bytes.value)
     memory = first.vram_total_bytes.value
+    from_catalog = False
+    if memory is None and peak is not None and catalog_memory(peak) is not None:
+        memory, from_catalog = catalog_memory(peak), True
     count = sum(1 for g in gpus if g.name.value == first.name.value)
     title = f"this machine's GPU{'s' if count > 1 else ''} ({count}× {name})"
     if peak is None:
@@ -474,9 +507,23 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     usable = torch.xpu_available if first.backend == "xpu" else torch.cuda_available
     if usable.value is False:
         notes.append("PyTorch cannot use this GPU yet (see the findings)")
+    if from_catalog:
+        notes.append(
+            f"GPU memory from the catalog ({peak.memory_gb:g} GB per {peak.name}): the profile "
+            "does not give it"
+        )
     est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
     return Rate(
-        title, "this-machine", count, est, memory, memory, calibrated=calibrated, notes=notes
+        title,
+        "this-machine",
+        count,
+        est,
+        memory,
+        memory,
+        calibrated=calibrated,
+        notes=notes,
+        memory_from_catalog=from_catalog,
+        gpu=peak.name,
     )
 
 

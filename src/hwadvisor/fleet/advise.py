@@ -31,6 +31,8 @@ class Ranked:
     shared_with: int
     """Hosts of the same configuration (this one included) that share the estimate."""
     outlier: str | None = None
+    verdict: str = ""
+    """enough, not enough, or not confirmed (the advice's words)."""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -43,7 +45,9 @@ _CONFIG = (
 )
 
 
-def rank(fleet: Fleet, workload: Any, *, rules: Any = None) -> tuple[list[Ranked], int]:
+def rank(
+    fleet: Fleet, workload: Any, *, rules: Any = None, deadline_hours: float | None = None
+) -> tuple[list[Ranked], int]:
     """Every host with the estimate for ``workload``, best first; and the configurations run."""
     from hwadvisor.advise import advise
     from hwadvisor.model.load import parse_profile
@@ -82,7 +86,7 @@ def rank(fleet: Fleet, workload: Any, *, rules: Any = None) -> tuple[list[Ranked
             for key, name in zip(group["keys"], group["names"], strict=True):
                 out.append(Ranked(key, name, "?", None, None, None, None, False, [reason], 0))
             continue
-        this = advise(profile, workload, rules=rules).this_machine
+        this = advise(profile, workload, rules=rules, deadline_hours=deadline_hours).this_machine
         for key, name in zip(group["keys"], group["names"], strict=True):
             out.append(
                 Ranked(
@@ -97,6 +101,7 @@ def rank(fleet: Fleet, workload: Any, *, rules: Any = None) -> tuple[list[Ranked
                     reasons=list(this.reasons),
                     shared_with=group["members"],
                     outlier=flagged.get(key),
+                    verdict=this.verdict,
                 )
             )
     out.sort(

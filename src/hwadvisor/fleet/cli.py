@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hwadvisor.cliopts import QuietOpt
+from hwadvisor.cliopts import DeadlineOpt, QuietOpt
 from hwadvisor.exitcodes import ExitStatus, epilog
 
 if TYPE_CHECKING:
@@ -348,6 +348,7 @@ def advise(
     ],
     sources: Sources = None,
     db: Db = None,
+    deadline: DeadlineOpt = None,
     limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, help="Rows to print.")] = 30,
     as_json: AsJson = False,
 ) -> None:
@@ -366,12 +367,15 @@ def advise(
     except WorkloadError as exc:
         raise UsageError(str(exc)) from exc
     fleet, _ = _open(sources, db)
+    rules = load_rules(None)
+    hours = deadline if deadline is not None else rules.deadline_hours
     with fleet:
-        ranked, configs = rank(fleet, chosen, rules=load_rules(None))
+        ranked, configs = rank(fleet, chosen, rules=rules, deadline_hours=hours)
     meeting = sum(r.sufficient for r in ranked)
     if as_json:
         doc = {
             "workload": chosen.name,
+            "deadline_hours": hours,
             "hosts": len(ranked),
             "meets": meeting,
             "configurations": configs,
@@ -384,7 +388,7 @@ def advise(
     con = _console()
     con.print(
         f"[bold]{escape_text(chosen.name)}[/bold]: {meeting:,} of {len(ranked):,} hosts meet it "
-        f"({configs:,} hardware configurations estimated)"
+        f"within {human_duration(hours * 3600)} ({configs:,} hardware configurations estimated)"
     )
     table = Table("host", "hardware", "time to train", "fits", "meets", box=None)
     for r in ranked[:limit]:

@@ -13,12 +13,75 @@ from hwadvisor.inputfile import read_input
 from hwadvisor.model.profile import SCHEMA_VERSION, Profile
 
 
+def _class_of(gpus: object) -> int:
+    """The class of hardware of an estimate: 1 a CPU, 2 one GPU, 3 up to 8, 4 more."""
+    n = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else 0
+    return 1 if n <= 0 else 2 if n == 1 else 3 if n <= 8 else 4
+
+
+_RECOMMENDED = (
+    "hardware",
+    "origin",
+    "gpus",
+    "seconds",
+    "low_seconds",
+    "high_seconds",
+    "fits_memory",
+    "memory_plan",
+    "purchase_cost",
+    "hourly_cost",
+    "run_cost",
+    "break_even_hours",
+)
+
+
+def _advice_v7(advice: Any) -> Any:
+    """Advice written before the answer was one object: the deadline was the scenario's time
+    limit, the recommendation the first rung that met it, each estimate's class its GPUs."""
+    if not isinstance(advice, dict):
+        return advice
+    out = dict(advice)
+    me = dict(out.get("this_machine") or {})
+    if "sufficient" in me:
+        me.setdefault("verdict", "enough" if me["sufficient"] else "not enough")
+    out["this_machine"] = me
+    out.setdefault("deadline_hours", me.get("limit_hours", 0.0))
+    rows = []
+    for e in out.get("estimates") or []:
+        if isinstance(e, dict):
+            e = {**e, "scenario_class": e.get("scenario_class") or _class_of(e.get("gpus"))}
+        rows.append(e)
+    out["estimates"] = rows
+    if "recommendation" not in out:
+        first = next(
+            (
+                e
+                for e in rows
+                if isinstance(e, dict)
+                and e.get("origin") != "this-machine"
+                and e.get("meets_scenario")
+            ),
+            None,
+        )
+        out["recommendation"] = (
+            None
+            if first is None
+            else {
+                **{k: first[k] for k in _RECOMMENDED if k in first},
+                "scenario_class": first["scenario_class"],
+            }
+        )
+    return out
+
+
 def _migrate(data: dict[str, Any], version: int) -> dict[str, Any]:
     """Bring an older profile to the current shape (each step is one schema bump)."""
     if version < 2:
         data = {**data, "benchmarks": None}
     if version < 3:
         data = {**data, "advice": None}
+    if version < 7 and data.get("advice") is not None:
+        data = {**data, "advice": _advice_v7(data["advice"])}
     return {**data, "schema_version": SCHEMA_VERSION}
 
 

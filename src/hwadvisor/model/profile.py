@@ -21,8 +21,11 @@ from hwadvisor.model.facts import Fact, StrictModel, unknown
 #: 5: adds ``imported`` (what an imported profile was read from), the GPUs' ``catalog_name`` and
 #: ``gpu_class``, and the import formats' fact sources. 6: adds ``system`` (DMI vendor, product,
 #: serial, BIOS), ``network`` (NICs, InfiniBand/RoCE ports) and the GPUs' health facts (VBIOS,
-#: ECC error counts, retired pages, remapped rows, recent Xid errors).
-SCHEMA_VERSION = 6
+#: ECC error counts, retired pages, remapped rows, recent Xid errors). 7: the advice as one
+#: answer: ``deadline_hours``, the ``recommendation`` with its costs, ``class_below``,
+#: ``if_you_can_wait``, ``assumed`` verdicts, ``key_figures``, ``caveats``, the verdict's words
+#: (``this_machine.verdict``, ``checks``), each estimate's ``scenario_class`` and costs.
+SCHEMA_VERSION = 7
 
 
 def _not_probed() -> Fact[Any]:

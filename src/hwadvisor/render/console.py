@@ -21,25 +21,32 @@ from rich.measure import Measurement as Measure
 from rich.table import Table
 from rich.text import Text
 
-from hwadvisor.model.advice import Advice
+from hwadvisor.model.advice import Advice, KeyFigure
 from hwadvisor.model.bench import BenchStatus, Confidence, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import Finding, GpuInfo, NvmlStatus, ProbeStatus, Profile, Severity
+from hwadvisor.present.answer import (
+    CLASS_WORDS,
+    answer,
+    deadline_text,
+    estimate_rows,
+    machine_figures,
+    recommendation_text,
+    scenario_titles,
+    verdict_of,
+)
 from hwadvisor.render.summaries import (
-    key_figures,
     network_line,
-    recommendation_line,
     rule_evidence,
     system_line,
 )
 from hwadvisor.units import (
     NONE,
-    duration_range,
     fact_text,
     format_rate,
-    hours_text,
     human_bytes,
     human_duration,
+    money,
 )
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -601,9 +608,7 @@ _TITLES: dict[int, str] = {}
 
 def _scenario_titles() -> dict[int, str]:
     if not _TITLES:
-        from hwadvisor.advise.files import load_rules
-
-        _TITLES.update({i: title for i, (title, _) in load_rules().scenarios.items()})
+        _TITLES.update(scenario_titles())
     return _TITLES
 
 
@@ -814,70 +819,73 @@ def _diagnostics(p: Profile) -> RenderableType | None:
 # The verdict first
 
 
-def _key_figures(profile: Profile | None, advice: Advice | None) -> list[RenderableType]:
+def _figure_lines(figures: list[KeyFigure]) -> list[RenderableType]:
     """ "GPU matrix multiply (bf16): 215.3 TFLOP/s (cuda:0, 69% of peak)", one line each."""
-    figures = key_figures(profile, advice)
-    labels = " ".join(label for label, _, _ in figures)
-    if "GPU matrix multiply" in labels and "training step" in labels:
-        # The training step's speed-up already sets the CPU beside the GPU: keep it short.
-        figures = [f for f in figures if not f[0].startswith("CPU matrix multiply")]
     if not figures:
         return []
     out: list[RenderableType] = [Text("Key figures", style="bold")]
-    for label, value, detail in figures:
-        out.append(
-            _flow(
-                f"  {label}: ",
-                (value, "bold"),
-                (f" ({detail})" if detail else "", "dim"),
-                indent=4,
-                whole=True,
-            )
-        )
+    for f in figures:
+        text = Text.assemble(f"  {f.label}: ", (f.text, "bold"))
+        text.append(f" ({f.detail})" if f.detail else "", style="dim")
+        out.append(Flow(text, indent=4))
     return out
 
 
-def _recommendation(advice: Advice) -> Flow:
-    """The recommended class, its time kept on one line: "about 8.3 h (5–13.3 h)"."""
-    line = _named(recommendation_line(advice))
-    at = line.rfind(", about ")
-    whole = [(at + 2, len(line))] if at >= 0 and len(line) - at < 40 else []
-    return Flow(Text(line, style="bold"), indent=2, whole=whole)
-
-
 def _headline(advice: Advice, profile: Profile | None) -> list[RenderableType]:
-    """The answer in a few lines: the verdict, the scenario by its name, the recommended
-    hardware class, why, and the figures behind it."""
-    s, me = advice.scenario, advice.this_machine
-    verdict = Text(
-        f"This machine is {'enough' if me.sufficient else 'not enough'} "
-        f"for {advice.workload.name}.",
-        style="bold green" if me.sufficient else "bold red",
-    )
-    out: list[RenderableType] = [
-        Flow(verdict),
+    """The answer in a few lines: the verdict (and the assumed hardware's), the scenario by its
+    name, the recommendation and its costs, why that class, and the figures behind it."""
+    a = answer(advice)
+    style = {"good": "bold green", "bad": "bold red"}.get(a.tone, "bold yellow")
+    out: list[RenderableType] = [Flow(Text(line, style="bold")) for line in a.assumed]
+    out += [
+        Flow(Text(a.verdict, style=style)),
         Flow(Text("  " + advice.workload.description, style="dim"), indent=2),
+        Flow(Text(_named(a.scenario)), indent=2),
         Flow(
-            Text.assemble(
-                ("Needs: ", "bold"),
-                f"Scenario {s.id} of 4, {s.title} ({s.confidence} confidence).",
-            ),
+            Text.assemble((f"{a.recommendation_label}: ", "bold"), (a.recommendation, "bold")),
             indent=2,
         ),
-        _recommendation(advice),
     ]
-    figures = _key_figures(profile, advice)
-    # The memory figure is a key figure: its reason line would say it a second time.
-    memory_shown = any(
-        label.startswith("training memory") for label, _, _ in key_figures(profile, advice)
-    )
-    reasons = [r for r in me.reasons if not (memory_shown and r.startswith("memory:"))]
-    out += _bullets(reasons)
-    return out + figures + [Text("")]
+    # A machine that is enough is not told to buy: the costs wait in the details.
+    if a.costs and a.tone != "good":
+        out.append(Flow(Text("  " + a.costs), indent=4))
+    out.append(Flow(Text(_named(a.why), style="dim"), indent=2))
+    if a.wait and a.tone != "good":
+        out.append(Flow(Text("  " + a.wait, style="dim"), indent=4))
+    out += _bullets(a.reasons[:1])
+    out += _bullets(a.checks, style="yellow")
+    return out + _figure_lines(advice.key_figures) + [Text("")]
 
 
-def _glance(p: Profile) -> list[RenderableType]:
-    """Without a workload: the machine in a few lines, and how to get a verdict."""
+def _preset_table(presets: list[Advice]) -> Table:
+    """Without a workload: each preset, whether this machine is enough within the deadline, and
+    if not the class and the recommendation."""
+    deadline = deadline_text(presets[0]) if presets else ""
+    table = _titled(f"Is this machine enough? Each preset within {deadline}")
+    table.add_column("workload", no_wrap=True)
+    table.add_column("here", no_wrap=True)
+    table.add_column("needs", no_wrap=True)
+    table.add_column("recommended, or the smallest class that does it", ratio=1)
+    for adv in presets:
+        verdict = verdict_of(adv)
+        style = {"enough": "green", "not enough": "red"}.get(verdict, "yellow")
+        rec = adv.recommendation
+        what = (
+            f"{rec.hardware}, {human_duration(rec.seconds)}"
+            if rec is not None
+            else recommendation_text(adv)
+        )
+        table.add_row(
+            adv.workload.name,
+            Text(verdict, style=style),
+            CLASS_WORDS.get(adv.scenario.id, str(adv.scenario.id)),
+            Flow(Text(what, style="" if verdict == "not enough" else "dim")),
+        )
+    return table
+
+
+def _glance(p: Profile, presets: list[Advice] | None = None) -> list[RenderableType]:
+    """Without a workload: the machine in a few lines, and each preset's verdict."""
     c = p.cpu
     cpu = c.model_name.value or "CPU model unknown"
     if c.usable_cpus.known:
@@ -909,20 +917,30 @@ def _glance(p: Profile) -> list[RenderableType]:
     for key, value in (("CPU", cpu), ("GPUs", gpu), ("PyTorch", torch), ("findings", findings)):
         grid.add_row("  " + key, Flow(Text(value)))
     host = p.host.hostname.value
-    return [
+    out: list[RenderableType] = [
         Text(f"At a glance{': ' + host if host else ''}", style="bold"),
         grid,
-        Flow(
-            Text(
-                "No workload given: hwadvisor advise --profile FILE --workload NAME says whether "
-                "this machine is enough (hwadvisor workloads lists them).",
-                style="dim",
-            ),
-            indent=2,
-        ),
-        *_key_figures(p, None),
-        Text(""),
+        *_figure_lines(machine_figures(p)),
     ]
+    if presets:
+        out.append(
+            Flow(Text("Whether it is enough for each workload preset: at the end.", style="dim"))
+        )
+    else:
+        out.append(_how_to_ask())
+    return [*out, Text("")]
+
+
+def _how_to_ask() -> Flow:
+    return Flow(
+        Text(
+            "For one workload: hwadvisor advise --workload NAME (the newest profile in "
+            "reports/ is used), with --deadline 8h or 3d for another deadline "
+            "(hwadvisor workloads lists the names).",
+            style="dim",
+        ),
+        indent=2,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -930,55 +948,45 @@ def _glance(p: Profile) -> list[RenderableType]:
 
 
 def _time_table(advice: Advice, notes: _Notes) -> Table:
-    me = advice.this_machine
-    table = _titled("Time to train")
+    table = _titled(f"Time to train, and cost (deadline {deadline_text(advice)})")
     table.add_column("hardware", ratio=1)
+    table.add_column("class", no_wrap=True, justify="right")
     table.add_column("time", no_wrap=True, justify="right")
-    table.add_column("range", no_wrap=True)
     table.add_column("fits", no_wrap=True)
-    table.add_column(f"≤ {hours_text(me.limit_hours)}", no_wrap=True)
-    for e in advice.estimates:
-        fits = {True: "yes", False: "no", None: "?"}[e.fits_memory]
-        if e.memory_plan and not e.memory_plan.startswith("fits as given"):
-            fits += " " + notes.mark(f"{e.hardware}: {e.memory_plan}")
-        meets = Text("yes", style="green") if e.meets_scenario else Text("no", style="red")
+    table.add_column("meets", no_wrap=True)
+    table.add_column("buy", no_wrap=True, justify="right")
+    table.add_column("rent", no_wrap=True, justify="right")
+    for row in estimate_rows(advice):
+        fits = row.fits
+        if row.plan:
+            fits += " " + notes.mark(f"{row.hardware}: {row.plan}")
+        meets = Text("yes", style="green") if row.meets else Text("no", style="red")
+        name = Text(("» " if row.recommended else "") + row.hardware)
+        if row.recommended:
+            name.stylize("bold")
         table.add_row(
-            Flow(Text(e.hardware)),
-            Text(human_duration(e.seconds)),
-            Text(duration_range(e.low_seconds, e.high_seconds), style="dim"),
+            Flow(name),
+            row.scenario_class,
+            Text(row.time),
             Text(fits),
             meets,
-        )
-    return table
-
-
-def _cost_table(advice: Advice) -> Table | None:
-    rows = [e for e in advice.estimates if e.run_cost is not None or e.purchase_cost is not None]
-    if advice.currency is None or not rows:
-        return None
-    table = _titled(f"Cost ({advice.currency})")
-    table.add_column("hardware", ratio=1)
-    for head in ("rent this run", "buy", "buying pays off after"):
-        table.add_column(head, no_wrap=True, justify="right")
-    for e in rows:
-        table.add_row(
-            Flow(Text(e.hardware)),
-            f"{e.run_cost:,.0f}" if e.run_cost is not None else NONE,
-            f"{e.purchase_cost:,.0f}" if e.purchase_cost is not None else NONE,
-            hours_text(e.break_even_hours) if e.break_even_hours is not None else NONE,
+            Text(row.buy),
+            Text(row.rent),
         )
     return table
 
 
 def _trace_table(advice: Advice) -> Table:
-    table = _titled("How the rules decided (the first that holds wins)")
-    table.add_column("holds", no_wrap=True)
-    table.add_column("rule", no_wrap=True)
-    table.add_column("what it looked at")
+    table = _titled("How the scenario was chosen: the smallest class that holds it in time")
+    table.add_column("class", no_wrap=True)
+    table.add_column("meets it", no_wrap=True)
+    table.add_column("its best option")
     for t in advice.trace:
+        meeting = t.evidence.get("meeting")
+        meets = bool(meeting) if meeting is not None else t.matched
         table.add_row(
-            Text("yes", style="green") if t.matched else Text("no", style="dim"),
-            Text(t.rule),
+            Text(f"{'» ' if t.matched else ''}{t.scenario}", style="bold" if t.matched else ""),
+            Text("yes", style="green") if meets else Text("no", style="dim"),
             Flow(Text(rule_evidence(t), style="" if t.matched else "dim")),
         )
     return table
@@ -986,15 +994,25 @@ def _trace_table(advice: Advice) -> Table:
 
 def _details(advice: Advice) -> list[RenderableType]:
     notes = _Notes()
-    s = advice.scenario
-    out: list[RenderableType] = [
-        Flow(Text(f"Why scenario {s.id} ({s.title}): {_named(s.because)}", style="dim"), indent=2),
-        _time_table(advice, notes),
-        *notes.lines(),
-    ]
-    cost = _cost_table(advice)
-    if cost is not None:
-        out += [Text(""), cost]
+    out: list[RenderableType] = [_time_table(advice, notes), *notes.lines()]
+    a = answer(advice)
+    if a.costs and a.tone == "good":
+        # The headline of a machine that is enough leaves the costs out: they are here.
+        out.append(Flow(Text(f"{a.recommendation_label}, cost: {a.costs}"), indent=2))
+    rec = advice.recommendation
+    if rec is not None and (rec.price_date or rec.rent_as):
+        rented = f"; rented as {rec.rent_as}" if rec.rent_as else ""
+        out.append(
+            Flow(
+                Text(
+                    f"Prices: {advice.prices_source}, from {rec.price_date or 'an unknown date'}"
+                    f"{rented}; electricity {money(advice.kwh_price, advice.currency)}/kWh. "
+                    "The report names each price's source.",
+                    style="dim",
+                ),
+                indent=2,
+            )
+        )
     if advice.scale_out is not None:
         out.append(Flow(Text(f"At scale: {advice.scale_out.summary}.", style="bold"), indent=2))
     if advice.what_ifs:
@@ -1003,8 +1021,16 @@ def _details(advice: Advice) -> list[RenderableType]:
             Text("What would change the answer", style="bold"),
             *_bullets(advice.what_ifs),
         ]
+    if advice.caveats:
+        out += [Text(""), Text("Caveats", style="bold"), *_bullets(advice.caveats)]
     out += [Text(""), _trace_table(advice)]
     return out
+
+
+def _recap(advice: Advice) -> RenderableType:
+    a = answer(advice)
+    style = {"good": "bold green", "bad": "bold red"}.get(a.tone, "bold yellow")
+    return Flow(Text(a.recap, style=style), indent=2)
 
 
 def _print(console: Console, items: Iterable[RenderableType]) -> None:
@@ -1013,18 +1039,22 @@ def _print(console: Console, items: Iterable[RenderableType]) -> None:
 
 
 def render_advice(advice: Advice, console: Console, profile: Profile | None = None) -> None:
-    """The answer for one workload: the verdict and the recommended hardware class first, then
-    the time to train on each rung, what would change the answer, and how the rules decided."""
+    """The answer for one workload: the verdict and the recommendation first, then the time
+    and cost on each option, what would change the answer, how the class was chosen, and the
+    verdict again in one line."""
     _print(console, _headline(advice, profile))
     _print(console, _details(advice))
+    console.print(Text(""))
+    console.print(_recap(advice))
 
 
-def render_summary(profile: Profile, console: Console) -> None:
-    """Print the human summary of ``profile``: the verdict (or the machine at a glance) first."""
+def render_summary(profile: Profile, console: Console, presets: list[Advice] | None = None) -> None:
+    """Print the human summary of ``profile``: the verdict (or the machine at a glance and each
+    preset's verdict) first, the machine and the details after, the verdict again last."""
     if profile.advice is not None:
         _print(console, _headline(profile.advice, profile))
     else:
-        _print(console, _glance(profile))
+        _print(console, _glance(profile, presets))
     console.print(_system_table(profile))
     console.print(_cpu_table(profile))
     console.print(_gpu_table(profile))
@@ -1039,3 +1069,10 @@ def render_summary(profile: Profile, console: Console) -> None:
     diag = _diagnostics(profile)
     if diag is not None:
         console.print(diag)
+    if profile.advice is not None:
+        console.print(Text(""))
+        console.print(_recap(profile.advice))
+    elif presets:
+        console.print(Text(""))
+        console.print(_preset_table(presets))
+        console.print(_how_to_ask())

@@ -17,19 +17,23 @@ from typing import Any
 from pydantic import BaseModel
 
 from hwadvisor.errors import InputError
+from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.present.answer import (
+    answer,
+    deadline_text,
+    estimate_rows,
+    machine_figures,
+    scenario_titles,
+)
 from hwadvisor.render.charts import all_charts
 from hwadvisor.render.summaries import (
-    best_measurement,
     gpu_health,
     network_line,
-    recommendation_label,
-    recommended,
     rule_evidence,
     system_line,
-    this_machine_estimate,
 )
 from hwadvisor.units import format_rate, human_bytes, human_duration, short_plan
 
@@ -135,90 +139,15 @@ def _threads(count: int | None) -> str:
     return "? threads" if count is None else f"{count} thread{'s' if count != 1 else ''}"
 
 
-MEMORY_LABEL = "Training memory needed vs available"
-
-
 def key_measurements(profile: Profile) -> list[dict[str, str]]:
-    """The 3–5 figures that justify the verdict, as label/value/detail strings."""
-    b = profile.benchmarks
-    rows: list[dict[str, str]] = []
-    cpu = best_measurement(b, "matmul", True, ("fp32",))
-    if cpu is not None:
-        rows.append(
-            {
-                "label": "CPU matrix multiply (FP32)",
-                "value": format_rate(cpu.best, cpu.unit),
-                "detail": (
-                    _threads(cpu.threads or (b.threads if b else None))
-                    + (
-                        ""
-                        if not cpu.disturbances
-                        else "; machine busy, scaled to all CPUs"
-                        if cpu.free_cores_only
-                        else "; machine busy, not used by the advice"
-                    )
-                ),
-            }
-        )
-    gpu = best_measurement(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
-    if gpu is not None:
-        eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
-        rows.append(
-            {
-                "label": f"Best GPU matrix multiply ({gpu.precision})",
-                "value": format_rate(gpu.best, gpu.unit),
-                "detail": f"{gpu.device}{eff}",
-            }
-        )
-    if b is not None:
-        for t in b.training_speedup[:1]:
-            rows.append(
-                {
-                    "label": "Small-CNN training step, GPU vs CPU",
-                    "value": f"{t.speedup:.1f}×",
-                    "detail": (
-                        f"{t.device}: {t.gpu_samples_per_s:,.0f} vs "
-                        f"{t.cpu_samples_per_s:,.1f} samples/s"
-                    ),
-                }
-            )
-        if not b.training_speedup:
-            step = best_measurement(b, "train_step", True, ("fp32", "amp", "bf16"))
-            if step is not None:
-                rows.append(
-                    {
-                        "label": "Small-CNN training step on the CPU",
-                        "value": format_rate(step.best, step.unit),
-                        "detail": "no GPU step to compare",
-                    }
-                )
-    here = this_machine_estimate(profile.advice)
-    if here is not None and here.memory_needed_bytes is not None:
-        available = (
-            human_bytes(here.memory_available_bytes)
-            if here.memory_available_bytes is not None
-            else "unknown"
-        )
-        fits = {True: "fits", False: "does not fit", None: "fit unknown"}[here.fits_memory]
-        plan = short_plan(here.memory_plan)
-        if here.fits_memory and plan:
-            fits = f"fits {plan}"  # needed is at the workload's batch; this is how it fits
-        rows.append(
-            {
-                "label": MEMORY_LABEL,
-                "value": f"{human_bytes(here.memory_needed_bytes)} / {available}",
-                "detail": fits,
-            }
-        )
-    elif profile.memory.total_bytes.value is not None:
-        rows.append(
-            {
-                "label": "System memory",
-                "value": human_bytes(profile.memory.total_bytes.value),
-                "detail": "total",
-            }
-        )
-    return rows[:5]
+    """The figures that justify the verdict, as the advice built them (the memory figure is a
+    tile of page one already); without advice, the machine's own."""
+    advice = profile.advice
+    if advice is not None and advice.key_figures:
+        figures = [f for f in advice.key_figures if not f.label.startswith("training memory")]
+    else:
+        figures = machine_figures(profile)
+    return [{"label": f.label, "value": f.text, "detail": f.detail} for f in figures][:5]
 
 
 def _known(*parts: Any) -> list[str]:
@@ -457,67 +386,6 @@ def framework_table(profile: Profile) -> dict[str, Any]:
     }
 
 
-def headline(profile: Profile) -> list[dict[str, str]]:
-    """Page one's few figures: time here against the limit, time on the recommended hardware,
-    and memory needed against available."""
-    advice = profile.advice
-    if advice is None:
-        return []
-    me = advice.this_machine
-    limit = human_duration(me.limit_hours * 3600)
-    out = [
-        {
-            "label": "Time to train on this machine",
-            "value": human_duration(me.seconds),
-            "detail": f"limit {limit} for scenario {advice.scenario.id}",
-            "tone": "good" if me.sufficient else "bad",
-        }
-    ]
-    rec = recommended(advice)
-    if rec is not None and not me.sufficient:
-        out.append(
-            {
-                "label": "On the recommended hardware",
-                "value": human_duration(rec.seconds),
-                "detail": (
-                    f"{human_duration(rec.low_seconds)} to {human_duration(rec.high_seconds)}"
-                ),
-                "tone": "good",
-            }
-        )
-    elif advice.scale_out is not None and not me.sufficient:
-        out.append(
-            {
-                "label": f"At scale ({advice.scale_out.hardware})",
-                "value": human_duration(advice.scale_out.seconds),
-                "detail": f"{advice.scale_out.nodes} node(s), {advice.scale_out.gpus} GPUs",
-                "tone": "",
-            }
-        )
-    here = this_machine_estimate(advice)
-    if here is not None and here.memory_needed_bytes is not None:
-        many = here.gpus > 1
-        available = (
-            human_bytes(here.memory_available_bytes) + (" per GPU" if many else "")
-            if here.memory_available_bytes is not None
-            else "unknown"
-        )
-        plan = short_plan(here.memory_plan) if here.fits_memory else ""
-        out.append(
-            {
-                "label": "Training memory",
-                "value": {True: "fits", False: "does not fit", None: "unknown"}[here.fits_memory]
-                + (f" {plan}" if plan else ""),
-                "detail": (
-                    f"needs {human_bytes(here.memory_needed_bytes)}{' in all' if many else ''};"
-                    f" {available} here"
-                ),
-                "tone": {True: "good", False: "bad", None: ""}[here.fits_memory],
-            }
-        )
-    return out
-
-
 def _walk_facts(model: BaseModel, prefix: str) -> Iterator[tuple[str, Fact[Any]]]:
     for name in type(model).model_fields:
         value = getattr(model, name)
@@ -640,8 +508,10 @@ def _grouped(bench: Benchmarks) -> list[tuple[Measurement, str | None]]:
     return out
 
 
-def busy_warning(bench: Benchmarks | None) -> str | None:
-    """Page one's warning when figures were taken on a busy or disturbed machine."""
+def busy_warning(bench: Benchmarks | None, advice: Advice | None = None) -> str | None:
+    """Page one's warning when figures were taken on a busy or disturbed machine; what the
+    estimates made of them is what the advice says it did (set aside, or scaled from the free
+    cores), and nothing about estimates where there are none."""
     if bench is None:
         return None
     disturbed = [m for m in bench.measurements if m.disturbances]
@@ -669,15 +539,20 @@ def busy_warning(bench: Benchmarks | None) -> str | None:
     )
     if gpu:
         parts.append(f"the GPU figures were disturbed ({', '.join(gpu)})")
-    if all(m.free_cores_only for m in disturbed):
-        use = (
-            "The estimates for this machine scale the figures from the free cores to all its CPUs."
+    caveats = " ".join(advice.caveats) if advice is not None else ""
+    uses = []
+    if "scaled to" in caveats:
+        uses.append("the estimates scale the figures from the free cores to all the CPUs")
+    if "set aside" in caveats:
+        uses.append(
+            "figures set aside are shown but not used: those estimates rest on catalog figures"
         )
+    if advice is None:
+        use = "The figures are shown as measured."
+    elif uses:
+        use = "; ".join(uses).capitalize() + "."
     else:
-        use = (
-            "Those figures are shown but not used: the estimates for this machine rest on its "
-            "catalog figures instead."
-        )
+        use = "The estimates did not need those figures."
     return (
         "The machine was busy: "
         + "; ".join(parts)
@@ -766,24 +641,16 @@ def render_html(
         "tool_version": profile.tool.version,
         "schema_version": profile.schema_version,
         "source_sha256": source_sha256,
-        "this_estimate": this_machine_estimate(advice),
-        "recommended": recommended(advice),
-        "recommend_label": recommendation_label(advice) if advice is not None else "",
-        "key_measurements": [
-            k
-            for k in key_measurements(profile)
-            # page one shows the memory fit as a headline figure already
-            if advice is None or k["label"] != MEMORY_LABEL
-        ],
-        "busy_warning": busy_warning(profile.benchmarks),
+        "answer": answer(advice) if advice is not None else None,
+        "estimate_rows": estimate_rows(advice) if advice is not None else [],
+        "key_measurements": key_measurements(profile),
+        "busy_warning": busy_warning(profile.benchmarks, advice),
         "imported_from": imported_from(profile),
         "measurements": measurement_rows(profile.benchmarks),
         "charts": _charts(profile),
         "facts": appendix_facts(profile),
-        "headline": headline(profile),
-        "limit": (
-            human_duration(advice.this_machine.limit_hours * 3600) if advice is not None else ""
-        ),
+        "deadline": deadline_text(advice) if advice is not None else "",
+        "scenario_titles": scenario_titles(),
         "machine": machine_table(profile),
         "frameworks": framework_table(profile),
         "gpu_table": gpu_table(profile),

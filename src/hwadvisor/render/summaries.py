@@ -1,21 +1,14 @@
-"""One-line summaries of the system board, the network and a GPU's memory health, shared by the
-terminal summary and the HTML report (plain text: each renderer escapes it its own way)."""
+"""One-line summaries of the system board, the network, a GPU's memory health and a class the
+advice weighed, shared by the terminal summary and the HTML report (plain text: each renderer
+escapes it its own way)."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from hwadvisor.model.advice import Advice, HardwareEstimate, TraceEntry
-from hwadvisor.model.bench import Benchmarks, BenchStatus
-from hwadvisor.model.profile import GpuInfo, NetworkInfo, Profile, SystemInfo
-from hwadvisor.units import (
-    duration_with_range,
-    format_rate,
-    format_value,
-    hours_text,
-    human_bytes,
-    short_plan,
-)
+from hwadvisor.model.advice import TraceEntry
+from hwadvisor.model.profile import GpuInfo, NetworkInfo, SystemInfo
+from hwadvisor.units import hours_text
 
 _K = TypeVar("_K")
 
@@ -124,188 +117,14 @@ def gpu_health(gpu: GpuInfo) -> str:
     return "; ".join(parts)
 
 
-# --------------------------------------------------------------------------------------------
-# The verdict's figures, shared by the terminal and the reports
-
-
-def this_machine_estimate(advice: Advice | None) -> HardwareEstimate | None:
-    """The this-machine row that decides: the GPUs where there are some, else the CPU."""
-    if advice is None:
-        return None
-    mine = [e for e in advice.estimates if e.origin == "this-machine"]
-    for e in mine:
-        if e.hardware == advice.this_machine.hardware:
-            return e
-    return mine[-1] if mine else None
-
-
-def recommended(advice: Advice | None) -> HardwareEstimate | None:
-    """The first rung of the candidate ladder (cheapest first) that meets the scenario."""
-    if advice is None:
-        return None
-    for e in advice.estimates:
-        if e.origin != "this-machine" and e.meets_scenario:
-            return e
-    return None
-
-
-def recommendation_label(advice: Advice) -> str:
-    """What the cheapest class that meets the scenario is to the reader: the hardware to get
-    when this machine is not enough; when it is, only the smallest class that would also do (a
-    machine that is enough is never told to buy something)."""
-    if advice.this_machine.sufficient:
-        return "Smallest class that also meets it"
-    return "Recommended hardware class"
-
-
-def recommendation_line(advice: Advice) -> str:
-    """ "Recommended hardware class: 24 GB high-end GPU (RTX 4090 class), about 8.3 h
-    (5–13.3 h)", or what is needed at scale, or that no class meets it on its own."""
-    best = recommended(advice)
-    if best is not None:
-        return (
-            f"{recommendation_label(advice)}: {best.hardware}, about "
-            f"{duration_with_range(best.seconds, best.low_seconds, best.high_seconds)}"
-        )
-    if advice.scale_out is not None:
-        return f"Recommended hardware class: a cluster; {advice.scale_out.summary}"
-    return (
-        f"Recommended hardware class: none of the candidates meets “{advice.scenario.title}” "
-        "on its own; see the time to train below"
-    )
-
-
-def scenario_name(scenario_id: int, title: str) -> str:
-    """ "scenario 2 of 4 (One reasonable GPU)": never a bare number."""
-    return f"scenario {scenario_id} of 4 ({title})"
-
-
-def best_measurement(
-    bench: Benchmarks | None, case: str, cpu: bool, precisions: tuple[str, ...]
-) -> Any:
-    """The best OK run of ``case`` on the CPU (or on any GPU), in the first precision found."""
-    if bench is None:
-        return None
-    for precision in precisions:
-        rows = [
-            m
-            for m in bench.measurements
-            if m.case == case
-            and m.precision == precision
-            and m.status == BenchStatus.OK
-            and m.best is not None
-            and (m.device == "cpu") == cpu
-        ]
-        if rows:
-            return max(rows, key=lambda m: m.best or 0.0)
-    return None
-
-
-def key_figures(profile: Profile | None, advice: Advice | None) -> list[tuple[str, str, str]]:
-    """The few figures behind a verdict, as (label, value, detail): the CPU's and the best GPU's
-    matrix multiply, the GPU's speed-up on a training step, the memory that decides."""
-    rows: list[tuple[str, str, str]] = []
-    b = profile.benchmarks if profile is not None else None
-    cpu = best_measurement(b, "matmul", True, ("fp32",))
-    if cpu is not None:
-        threads = cpu.threads or (b.threads if b else None)
-        busy = "; machine busy" if cpu.disturbances else ""
-        detail = f"{threads} thread{'s' if threads != 1 else ''}" if threads else ""
-        rows.append(("CPU matrix multiply (fp32)", format_rate(cpu.best, cpu.unit), detail + busy))
-    gpu = best_measurement(b, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
-    if gpu is not None:
-        eff = f", {gpu.efficiency:.0%} of peak" if gpu.efficiency is not None else ""
-        rows.append(
-            (
-                f"GPU matrix multiply ({gpu.precision})",
-                format_rate(gpu.best, gpu.unit),
-                gpu.device + eff,
-            )
-        )
-    if b is not None and b.training_speedup:
-        t = b.training_speedup[0]
-        rows.append(
-            (
-                "training step, GPU vs CPU",
-                f"{t.speedup:.1f}×",
-                f"{t.gpu_samples_per_s:,.0f} vs {t.cpu_samples_per_s:,.1f} samples/s",
-            )
-        )
-    here = this_machine_estimate(advice)
-    memory = _memory_figure(here) if here is not None else None
-    if memory is not None:
-        rows.append(memory)
-    elif here is None and profile is not None and profile.memory.total_bytes.value is not None:
-        rows.append(("system memory", human_bytes(profile.memory.total_bytes.value), "total"))
-    return rows
-
-
-def _memory_figure(here: HardwareEstimate) -> tuple[str, str, str] | None:
-    """The training memory that decides, said once: the plan's figures where the plan gives
-    them ("fits as given: 30.1 GiB of 38.0 GiB usable per GPU"), else the need at the full batch
-    beside the memory there is; None where the verdict's own memory line says it all."""
-    plan = here.memory_plan or ""
-    if here.fits_memory is False and plan:
-        return None  # "does not fit even at batch 1 …: needs …" is among the reasons
-    if plan.startswith("fits as given: "):
-        return ("training memory", plan.removeprefix("fits as given: "), "fits")
-    if here.memory_needed_bytes is None:
-        return None
-    available = (
-        human_bytes(here.memory_available_bytes)
-        if here.memory_available_bytes is not None
-        else "unknown"
-    )
-    fits = {True: "fits", False: "does not fit", None: "fit unknown"}[here.fits_memory]
-    if here.fits_memory and short_plan(plan):
-        fits = f"fits {short_plan(plan)}"
-    where = "per GPU" if here.gpus else "of RAM"
-    return (
-        "training memory at the full batch",
-        f"{human_bytes(here.memory_needed_bytes)} needed, {available} {where}",
-        fits,
-    )
-
-
-_ROLES = {
-    "cpu": "desktop CPU",
-    "mid_gpu": "mid-range GPU",
-    "single_gpu": "high-end GPU",
-    "workstation": "workstation",
-    "node": "cloud node",
-}
-
-
-def _role(metric: str) -> str:
-    for role, name in _ROLES.items():
-        if metric.startswith(role + "_"):
-            return name
-    return metric.replace("_", " ")
-
-
 def rule_evidence(t: TraceEntry) -> str:
-    """What a rule looked at, in words: "desktop CPU: 74 days (at most 2 h)"."""
+    """What the engine weighed for one class, in words: "8-core desktop CPU: 95 days, holds it
+    (deadline 24 h); 1 of 2 options meet it"."""
     ev = t.evidence
-    parts = []
-    for key, want in ev.items():
-        value: Any
-        if key.endswith(("_at_most", "_at_least")):
-            metric = key.rsplit("_at_", 1)[0]
-            bound = "at most" if key.endswith("_at_most") else "at least"
-            value = ev.get(metric)
-            if metric.endswith("_hours"):
-                shown = "no estimate" if value is None else hours_text(float(value))
-                parts.append(f"{_role(metric)}: {shown} ({bound} {hours_text(float(want or 0))})")
-            elif metric == "memory_gb":
-                shown = "unknown" if value is None else human_bytes(float(value) * 1e9)
-                parts.append(
-                    f"training memory: {shown} ({bound} {human_bytes(float(want or 0) * 1e9)})"
-                )
-            else:
-                parts.append(f"{metric.replace('_', ' ')}: {value} ({bound} {want})")
-        elif key.endswith("_fits"):
-            shown = format_value(want)
-            parts.append(f"fits a {_role(key)}: {shown}")
-        elif key == "workload_kind":
-            parts.append(f"workload: {want}")
-    return "; ".join(parts) or "always (the last rule)"
+    if "option" not in ev:
+        return t.because or "no option of this class"
+    hours, fits = ev.get("hours"), ev.get("fits")
+    number = isinstance(hours, (int, float)) and not isinstance(hours, bool)
+    shown = hours_text(float(hours)) if number else "no estimate"  # type: ignore[arg-type]
+    held = "holds it" if fits is True else "does not hold it" if fits is False else "memory unknown"
+    return f"{ev['option']}: {shown}, {held}; {t.because}"

@@ -1,0 +1,478 @@
+"""What hardware costs: the built-in price catalog (``catalog/prices.toml``, every row with its
+source and date) and a user's ``--prices FILE`` over it, and the costs of one option for one run.
+
+Per option: the purchase price (a whole system where the catalog has one, else the cards and a
+host for that many cards), the hourly rent of the cheapest cloud instance with that GPU and at
+least that many of them (for a CPU: enough vCPUs), one run rented, the energy of one run on
+owned hardware (board power × hours × the price of a kWh), and the runs and hours of use after
+which buying beats renting. Every figure keeps the date and source of the rows it came from;
+prices older than a year are named so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from hwadvisor.catalog.peaks import find_gpu_peak
+from hwadvisor.catalog.schema import (
+    Check,
+    DataModel,
+    OptNonNegative,
+    OptPositive,
+    OptPositiveWhole,
+    OptText,
+    Positive,
+    PositiveWhole,
+    Text,
+    load_toml,
+    read_text,
+    unique,
+)
+from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.errors import InputError
+
+#: Prices older than this are shown with their date and a warning.
+STALE_DAYS = 365
+#: Hours in a year, for "hours of use" wording.
+HOURS_PER_YEAR = 8760.0
+#: Default electricity price when the catalog has none (USD per kWh).
+DEFAULT_KWH_PRICE = 0.17
+
+_DATE = Check.reading(
+    "a date (YYYY-MM-DD or YYYY-MM)",
+    lambda v: str(v) if isinstance(v, (str, datetime.date)) and str(v).strip() else None,
+)
+Date = Annotated[str, _DATE]
+
+
+# --------------------------------------------------------------------------------------------
+# The file
+
+
+class _Sourced(DataModel):
+    source: Text
+    date: Date
+
+
+class _Electricity(_Sourced):
+    kwh_price: Positive
+
+
+class _Card(_Sourced):
+    gpu: Text
+    price: Positive
+    watts: OptPositive = None
+    what: Text = "street price"
+
+    @model_validator(mode="after")
+    def _known(self) -> _Card:
+        _check_gpu(self.gpu)
+        return self
+
+
+class _System(_Sourced):
+    name: Text
+    gpu: OptText = None
+    gpus: int = 0
+    cores: OptPositiveWhole = None
+    price: Positive
+    watts: OptPositive = None
+    what: Text = "list price"
+
+    @model_validator(mode="after")
+    def _known(self) -> _System:
+        if self.gpu is not None:
+            _check_gpu(self.gpu)
+        return self
+
+
+class _Host(_Sourced):
+    gpus: PositiveWhole
+    price: Positive
+    watts: OptPositive = None
+    what: Text = "host without the cards"
+
+
+class _Instance(_Sourced):
+    provider: Text
+    name: Text
+    gpu: OptText = None
+    gpus: int = 0
+    vcpus: OptPositiveWhole = None
+    hourly: Positive
+    what: Text = "on demand"
+
+    @model_validator(mode="after")
+    def _known(self) -> _Instance:
+        if self.gpu is not None:
+            _check_gpu(self.gpu)
+        return self
+
+
+class _OldPrice(DataModel):
+    """The earlier ``[[price]]`` table: a ladder rung's title or role, purchase and hourly."""
+
+    hardware: Text
+    purchase: OptNonNegative = None
+    hourly: OptNonNegative = None
+
+
+class _PricesFile(DataModel):
+    currency: Text = "USD"
+    date: Annotated[str | None, _DATE] = None
+    electricity: _Electricity | None = None
+    card: list[_Card] = Field(default_factory=list)
+    system: list[_System] = Field(default_factory=list)
+    host: list[_Host] = Field(default_factory=list)
+    instance: list[_Instance] = Field(default_factory=list)
+    price: list[_OldPrice] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> _PricesFile:
+        for rows, what in (
+            ([c.gpu for c in self.card], "[[card]] gpu"),
+            ([s.name for s in self.system], "[[system]] name"),
+            ([str(h.gpus) for h in self.host], "[[host]] gpus"),
+            ([f"{i.provider} {i.name}" for i in self.instance], "[[instance]] provider and name"),
+            ([p.hardware for p in self.price], "[[price]] hardware"),
+        ):
+            unique(rows, what)
+        if not (self.card or self.system or self.host or self.instance or self.price):
+            raise ValueError("no prices: give [[card]], [[system]], [[host]] or [[instance]] rows")
+        return self
+
+
+def _check_gpu(name: str) -> None:
+    peak = find_gpu_peak(name)
+    if peak is None or peak.name != name:
+        near = f" (the catalog's name is {peak.name!r})" if peak is not None else ""
+        raise ValueError(f"GPU {name!r} is not a name of the GPU catalog{near}")
+
+
+# --------------------------------------------------------------------------------------------
+# The price book
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sourced price: what it is, how much, its power, where and when it is from."""
+
+    key: str
+    price: float
+    watts: float | None
+    what: str
+    source: str
+    date: str
+    gpu: str | None = None
+    gpus: int = 0
+    cores: int | None = None
+    vcpus: int | None = None
+    provider: str | None = None
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The built-in price catalog, with a user's file laid over it."""
+
+    currency: str
+    kwh_price: float
+    kwh_source: str
+    kwh_date: str
+    cards: dict[str, Row]
+    systems: tuple[Row, ...]
+    hosts: tuple[Row, ...]
+    instances: tuple[Row, ...]
+    by_title: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    """The earlier format: a ladder rung's title or role → (purchase, hourly)."""
+    source: str = "built-in price catalog"
+    date: str = ""
+    """A user file's ``date`` (the earlier format), else empty."""
+
+    def with_kwh(self, kwh_price: float | None) -> Prices:
+        if kwh_price is None:
+            return self
+        return replace(self, kwh_price=kwh_price, kwh_source="--kwh-price", kwh_date="")
+
+
+def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
+    """The layers' rows, a later layer's row replacing an earlier one with the same key."""
+    cards: dict[str, Row] = {}
+    systems: dict[str, Row] = {}
+    hosts: dict[int, Row] = {}
+    instances: dict[str, Row] = {}
+    old: dict[str, tuple[float | None, float | None]] = {}
+    currency = "USD"
+    kwh = (DEFAULT_KWH_PRICE, "hwadvisor's default", "")
+    date = ""
+    for data, _origin in layers:
+        currency = data.currency
+        if (e := data.electricity) is not None:
+            kwh = (e.kwh_price, e.source, e.date)
+        for c in data.card:
+            cards[c.gpu] = Row(c.gpu, c.price, c.watts, c.what, c.source, c.date, c.gpu, 1)
+        for s in data.system:
+            systems[s.name] = Row(
+                s.name, s.price, s.watts, s.what, s.source, s.date, s.gpu, s.gpus, s.cores
+            )
+        for h in data.host:
+            hosts[h.gpus] = Row(
+                f"host for {h.gpus}", h.price, h.watts, h.what, h.source, h.date, gpus=h.gpus
+            )
+        for i in data.instance:
+            instances[f"{i.provider} {i.name}"] = Row(
+                i.name,
+                i.hourly,
+                None,
+                i.what,
+                i.source,
+                i.date,
+                i.gpu,
+                i.gpus,
+                vcpus=i.vcpus,
+                provider=i.provider,
+            )
+        old.update({p.hardware: (p.purchase, p.hourly) for p in data.price})
+        date = data.date or date
+    return Prices(
+        currency=currency,
+        kwh_price=kwh[0],
+        kwh_source=kwh[1],
+        kwh_date=kwh[2],
+        cards=cards,
+        systems=tuple(systems.values()),
+        hosts=tuple(hosts[k] for k in sorted(hosts)),
+        instances=tuple(instances.values()),
+        by_title=old,
+        source=" + ".join(origin for _, origin in layers),
+        date=date,
+    )
+
+
+@lru_cache(maxsize=1)
+def _builtin_file() -> _PricesFile:
+    return load_toml(_PricesFile, packaged_text("prices.toml"), "prices.toml", InputError)
+
+
+def builtin_prices() -> Prices:
+    """The built-in price catalog alone."""
+    return _book([(_builtin_file(), "built-in price catalog")])
+
+
+def load_prices(path: Path) -> Prices:
+    """A user's price file laid over the built-in catalog: a row with the same GPU (cards),
+    name (systems), GPU count (hosts) or provider and name (instances) replaces the built-in
+    one; the electricity price likewise. The earlier ``[[price]]`` rows (a ladder rung's title
+    or role with ``purchase`` and ``hourly``) still work and take precedence. A file in another
+    currency than the catalog's stands alone: its rows are the only prices."""
+    data = load_toml(_PricesFile, read_text(path, InputError), str(path), InputError)
+    if data.currency != _builtin_file().currency:
+        # Figures in another currency are not mixed with the built-in dollars: the file's
+        # own rows are the only prices, and what it does not price has none.
+        return _book([(data, str(path))])
+    return _book([(_builtin_file(), "built-in price catalog"), (data, str(path))])
+
+
+def check_prices(prices: Prices, titles: list[str]) -> None:
+    """Every earlier-format ``[[price]]`` must name a rung of the ladder (its title or role):
+    a price under a name nothing matches would be silently left out. :class:`InputError`."""
+    for name in prices.by_title:
+        if name not in titles:
+            near = difflib.get_close_matches(name, titles, n=3, cutoff=0.3)
+            hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+            raise InputError(
+                f"{prices.source}: [[price]] hardware {name!r} is not a rung of the hardware "
+                f"ladder (a candidate's title or role in the rules){hint}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# The costs of one option
+
+
+@dataclass
+class Costs:
+    purchase: float | None = None
+    hourly: float | None = None
+    watts: float | None = None
+    run: float | None = None
+    energy: float | None = None
+    break_even_hours: float | None = None
+    break_even_runs: float | None = None
+    rent_as: str | None = None
+    date: str | None = None
+    source: str | None = None
+    note: str | None = None
+
+
+def _oldest(rows: list[Row]) -> str | None:
+    dates = sorted(r.date for r in rows if r.date)
+    return dates[0] if dates else None
+
+
+def _sources(rows: list[Row]) -> str | None:
+    seen: list[str] = []
+    for r in rows:
+        if r.source not in seen:
+            seen.append(r.source)
+    return "; ".join(seen) or None
+
+
+def _host(prices: Prices, gpus: int) -> Row | None:
+    return next((h for h in prices.hosts if h.gpus >= gpus), None)
+
+
+def _system(prices: Prices, gpu: str | None, gpus: int, cores: int | None) -> Row | None:
+    if gpu is None:
+        cpus = [s for s in prices.systems if not s.gpu and s.cores]
+        want = cores or 8
+        return min(cpus, key=lambda s: (abs((s.cores or 0) - want), s.price), default=None)
+    same = [s for s in prices.systems if s.gpu == gpu and s.gpus == gpus]
+    return min(same, key=lambda s: s.price, default=None)
+
+
+#: A cloud GPU stands in for one no cloud rents where it has at least this share of its tensor
+#: peak and at least its memory, in the same number.
+EQUIVALENT_PEAK_SHARE = 0.8
+
+
+def _tensor(name: str | None) -> tuple[float, float]:
+    peak = find_gpu_peak(name or "")
+    if peak is None:
+        return 0.0, 0.0
+    tensor = peak.bf16_tflops or peak.fp16_tflops or peak.fp32_tflops or 0.0
+    return tensor, peak.memory_gb or 0.0
+
+
+def _instance(
+    prices: Prices, gpu: str | None, gpus: int, cores: int | None
+) -> tuple[Row | None, bool]:
+    """The cheapest instance with this GPU and that many of them (or more); else the cheapest
+    with as many GPUs that are as fast and as large (an equivalent, said so)."""
+    if gpu is None:
+        need = 2 * (cores or 8)
+        cpus = [i for i in prices.instances if not i.gpu and (i.vcpus or 0) >= need]
+        return min(cpus, key=lambda i: (i.price, i.vcpus or 0), default=None), False
+    exact = [i for i in prices.instances if i.gpu == gpu and i.gpus == gpus]
+    if exact:
+        return min(exact, key=lambda i: i.price), False
+    larger = [i for i in prices.instances if i.gpu == gpu and i.gpus > gpus]
+    if larger:
+        return min(larger, key=lambda i: (i.gpus, i.price)), False
+    tensor, memory = _tensor(gpu)
+    alike = [
+        i
+        for i in prices.instances
+        if i.gpu
+        and i.gpus == gpus
+        and _tensor(i.gpu)[0] >= EQUIVALENT_PEAK_SHARE * tensor
+        and _tensor(i.gpu)[1] >= memory
+    ]
+    return min(alike, key=lambda i: i.price, default=None), bool(alike)
+
+
+def option_costs(
+    prices: Prices,
+    *,
+    gpu: str | None,
+    gpus: int,
+    cores: int | None = None,
+    nodes: int = 1,
+    seconds: float | None,
+    names: tuple[str, ...] = (),
+) -> Costs:
+    """The costs of ``nodes`` machines of ``gpus`` × ``gpu`` (or a CPU of ``cores``) for one
+    run of ``seconds``. ``names`` are the option's title and role, for the earlier format's
+    ``[[price]]`` rows."""
+    hours = seconds / 3600 if seconds is not None else None
+    for name in names:
+        if name in prices.by_title:
+            purchase, hourly = prices.by_title[name]
+            out = Costs(
+                purchase=purchase,
+                hourly=hourly,
+                source=prices.source,
+                date=prices.date or None,
+                note=f"your price for {name}",
+            )
+            return _finish(out, hours, prices)
+    used: list[Row] = []
+    out = Costs()
+    system = _system(prices, gpu, gpus, cores)
+    if system is not None:
+        out.purchase, out.watts = system.price * nodes, system.watts and system.watts * nodes
+        out.note = f"{system.key} ({system.what})"
+        used.append(system)
+    elif gpu is not None:
+        card = prices.cards.get(gpu)
+        host = _host(prices, gpus)
+        if card is not None and host is not None:
+            out.purchase = (card.price * gpus + host.price) * nodes
+            out.note = f"{gpus} × card + host for up to {host.gpus} cards"
+            used += [card, host]
+        elif card is None:
+            out.note = f"no purchase price for the {gpu} in the price catalog"
+        else:
+            out.note = f"no host for {gpus} cards in the price catalog"
+        if card is not None and card.watts is not None:
+            # The cards' board power; the host's where the catalog gives it.
+            host_watts = host.watts if host is not None and host.watts else 0.0
+            out.watts = (card.watts * gpus + host_watts) * nodes
+    instance, equivalent = _instance(prices, gpu, gpus, cores)
+    if instance is not None:
+        out.hourly = instance.price * nodes
+        count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"
+        out.rent_as = (
+            f"{instance.provider} {instance.key}"
+            + (f" ({count}: no cloud rents this GPU, these are as fast)" if equivalent else "")
+            + (f", {nodes} of them" if nodes > 1 else "")
+        )
+        used.append(instance)
+    out.date, out.source = _oldest(used), _sources(used)
+    return _finish(out, hours, prices)
+
+
+def _finish(out: Costs, hours: float | None, prices: Prices) -> Costs:
+    energy_per_hour = (out.watts or 0.0) / 1000 * prices.kwh_price if out.watts else None
+    if hours is not None:
+        if out.hourly is not None:
+            out.run = out.hourly * hours
+        if energy_per_hour is not None:
+            out.energy = energy_per_hour * hours
+    if out.purchase is not None and out.hourly is not None:
+        saved = out.hourly - (energy_per_hour or 0.0)
+        if saved > 0:
+            out.break_even_hours = out.purchase / saved
+            if hours:
+                out.break_even_runs = out.break_even_hours / hours
+    return out
+
+
+def price_age_days(date: str | None, today: datetime.date | None = None) -> int | None:
+    """Days since ``date`` (YYYY-MM-DD or YYYY-MM, the first of the month); None if unknown."""
+    if not date:
+        return None
+    try:
+        parts = [int(p) for p in date[:10].split("-")]
+        when = datetime.date(parts[0], parts[1], parts[2] if len(parts) > 2 else 1)
+    except (ValueError, IndexError):
+        return None
+    return ((today or datetime.date.today()) - when).days
+
+
+def stale_note(date: str | None, today: datetime.date | None = None) -> str | None:
+    """ "prices from 2025-03-01, over a year old: check them" where they are."""
+    age = price_age_days(date, today)
+    if age is None or age <= STALE_DAYS:
+        return None
+    return f"prices from {date}, over a year old: check them before you quote them"
+
+
+def card_price(prices: Prices, gpu: str) -> Row | None:
+    return prices.cards.get(gpu)

@@ -1,0 +1,406 @@
+"""GPU names as users type them (``--assume-gpu``, ``hwadvisor gpus FILTER``): resolve_gpu is
+strict (an "RTX 4090 Ti" is no RTX 4090), says which row it took when a name fits several,
+and find_gpu_peak (the probes' matcher) reads a memory size in a name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwadvisor.advise.names import GpuRow, ResolvedGpu, gpu_rows, nearest_gpus, resolve_gpu
+from hwadvisor.catalog import GpuPeak, find_gpu_peak, load_catalog
+from hwadvisor.errors import UsageError
+
+GIB = 2**30
+ROWS = load_catalog()
+BY_NAME = {row.name: row for row in ROWS}
+
+# --------------------------------------------------------------------------------------------
+# One row, no note
+
+NAMED = [
+    # Brand words, case, spaces and hyphens do not matter.
+    ("RTX 4090", "GeForce RTX 4090"),
+    ("rtx4090", "GeForce RTX 4090"),
+    ("RTX-4090", "GeForce RTX 4090"),
+    ("RTX_4090", "GeForce RTX 4090"),
+    ("4090", "GeForce RTX 4090"),
+    ("geforce rtx 4090", "GeForce RTX 4090"),
+    ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+    ("GEFORCE RTX 4090", "GeForce RTX 4090"),
+    ("geforcertx4090", "GeForce RTX 4090"),
+    ("  RTX   4090  ", "GeForce RTX 4090"),
+    # Variant words name their own card.
+    ("RTX 4090 D", "GeForce RTX 4090 D"),
+    ("4090D", "GeForce RTX 4090 D"),
+    ("RTX 4090 Laptop", "GeForce RTX 4090 Laptop GPU"),
+    ("RTX 4090 Mobile", "GeForce RTX 4090 Laptop GPU"),
+    ("RTX 4070 Ti", "GeForce RTX 4070 Ti"),
+    ("4070 super", "GeForce RTX 4070 SUPER"),
+    ("RTX 4070 Ti SUPER", "GeForce RTX 4070 Ti SUPER"),
+    ("rtx4070tisuper", "GeForce RTX 4070 Ti SUPER"),
+    ("RTX 3080 Ti", "GeForce RTX 3080 Ti"),
+    ("GTX 1080 Ti", "GeForce GTX 1080 Ti"),
+    # The memory decides.
+    ("A100 40GB", "A100 40GB"),
+    ("a100 40 gb", "A100 40GB"),
+    ("A100-40GB", "A100 40GB"),
+    ("A100 PCIe 40GB", "A100 40GB"),
+    ("NVIDIA A100-SXM4-40GB", "A100 40GB"),
+    ("A100 SXM4 80GB", "A100 SXM4 80GB"),
+    ("A100 80GB PCIe", "A100 PCIe 80GB"),
+    ("RTX 3080 12GB", "GeForce RTX 3080 (12 GB)"),
+    ("RTX 3080 10 GB", "GeForce RTX 3080 (10 GB)"),
+    ("RTX 3060 8GB", "GeForce RTX 3060 (8 GB)"),
+    ("GTX 1060 3GB", "GeForce GTX 1060 3GB"),
+    ("V100 SXM2 32GB", "V100 SXM2 32GB"),
+    ("Tesla V100-PCIE-32GB", "V100 PCIe 32GB"),
+    ("V100 SXM2 16GB", "V100 SXM2"),  # 16 and 32 GB boards share that row
+    ("RTX 4060 Ti 16GB", "GeForce RTX 4060 Ti"),
+    ("GH200 144GB", "GH200 (144 GB HBM3e)"),
+    ("GH200 96 GB", "GH200 (96 GB HBM3)"),
+    ("MI50 32GB", "AMD Radeon Instinct MI50 32GB"),
+    ("A770 8GB", "Intel Arc A770 (8 GB)"),
+    ("Max 1550 64GB", "Intel Data Center GPU Max 1550 (one stack)"),
+    # The form named.
+    ("H100 SXM", "H100 SXM"),
+    ("H100 SXM5", "H100 SXM"),
+    ("h100-pcie", "H100 PCIe"),
+    ("H100 PCIe 80GB", "H100 PCIe"),
+    ("H100 NVL", "H100 NVL"),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("H200 NVL", "H200 NVL"),
+    # Short names, whole words only.
+    ("L4", "L4"),
+    ("L40", "L40"),
+    ("L40S", "L40S"),
+    ("A10", "A10"),
+    ("A10G", "A10G"),
+    ("T4", "T4"),
+    ("Tesla T4", "T4"),
+    ("K40m", "Tesla K40"),
+    ("V100S", "V100S PCIe"),
+    ("K80", "Tesla K80 (one GPU)"),
+    ("GB200", "GB200 (Blackwell GPU)"),
+    ("B200", "B200"),
+    # Family words may be left out.
+    ("A6000", "RTX A6000"),
+    ("RTX 6000 Ada", "RTX 6000 Ada Generation"),
+    ("Quadro RTX 6000", "Quadro RTX 6000"),
+    ("M1", "Apple M1"),
+    ("Apple M2 Max", "Apple M2 Max"),
+    ("m3 ultra", "Apple M3 Ultra"),
+    ("Intel(R) Arc(TM) B580 Graphics", "Intel Arc B580"),
+    ("B580", "Intel Arc B580"),
+    ("Arc Pro A60", "Intel Arc Pro A60"),
+    ("Max 1100", "Intel Data Center GPU Max 1100"),
+    ("GPU Max 1550", "Intel Data Center GPU Max 1550"),
+    # Other vendors, other words.
+    ("MI300X", "AMD Instinct MI300X"),
+    ("AMD Instinct MI250X", "AMD Instinct MI250X (one GCD)"),
+    ("MI250", "AMD Instinct MI250 (one GCD)"),
+    ("7900 XTX", "AMD Radeon RX 7900 XTX"),
+    ("Radeon RX 7900 XT", "AMD Radeon RX 7900 XT"),
+    ("W7900", "AMD Radeon PRO W7900"),
+    ("Titan X Pascal", "TITAN X (Pascal)"),
+    ("GTX TITAN X", "GeForce GTX TITAN X"),
+]
+
+
+@pytest.mark.parametrize(("typed", "expected"), NAMED)
+def test_a_name_that_names_one_row_resolves_to_it_without_a_note(typed: str, expected: str) -> None:
+    resolved = resolve_gpu(typed)
+    assert resolved == ResolvedGpu(BY_NAME[expected], None)
+
+
+# --------------------------------------------------------------------------------------------
+# Several rows: one taken, the others named
+
+AMBIGUOUS = [
+    ("H100", "H100 SXM", "H100 PCIe, H100 NVL"),  # documented: 'a bare "H100" is taken as SXM'
+    ("nvidia h100", "H100 SXM", "H100 PCIe, H100 NVL"),
+    ("H100 80GB", "H100 SXM", "H100 PCIe"),  # the NVL has 94 GB
+    ("H200", "H200 SXM", "H200 NVL"),  # documented: 'NVML names it "NVIDIA H200"'
+    ("NVIDIA H200", "H200 SXM", "H200 NVL"),
+    ("A100", "A100 SXM4 80GB", "A100 PCIe 80GB, A100 40GB"),
+    ("A100 80GB", "A100 SXM4 80GB", "A100 PCIe 80GB"),
+    ("A100 SXM4", "A100 SXM4 80GB", "A100 40GB"),
+    ("A100 PCIe", "A100 PCIe 80GB", "A100 40GB"),
+    ("V100", "V100 SXM2", "V100 PCIe, V100 SXM2 32GB, V100 PCIe 32GB"),
+    ("V100 32GB", "V100 SXM2 32GB", "V100 PCIe 32GB"),
+    ("Tesla P100", "Tesla P100 SXM2 16GB", "Tesla P100 PCIe 16GB, Tesla P100 PCIe 12GB"),
+    ("P100 PCIe", "Tesla P100 PCIe 16GB", "Tesla P100 PCIe 12GB"),
+    ("GH200", "GH200 (96 GB HBM3)", "GH200 (144 GB HBM3e)"),
+    ("RTX 3080", "GeForce RTX 3080 (10 GB)", "GeForce RTX 3080 (12 GB)"),
+    ("NVIDIA GeForce RTX 3080", "GeForce RTX 3080 (10 GB)", "GeForce RTX 3080 (12 GB)"),
+    ("3060", "GeForce RTX 3060 (12 GB)", "GeForce RTX 3060 (8 GB)"),
+    ("RTX 2060", "GeForce RTX 2060 (6 GB)", "GeForce RTX 2060 (12 GB)"),
+    ("GTX 1060", "GeForce GTX 1060 6GB", "GeForce GTX 1060 3GB"),
+    ("Arc A770", "Intel Arc A770 (16 GB)", "Intel Arc A770 (8 GB)"),
+]
+
+
+@pytest.mark.parametrize(("typed", "taken", "others"), AMBIGUOUS)
+def test_a_name_that_fits_several_rows_takes_one_and_names_the_others(
+    typed: str, taken: str, others: str
+) -> None:
+    resolved = resolve_gpu(typed)
+    assert resolved.peak == BY_NAME[taken]
+    shown = " ".join(typed.split())
+    assert resolved.note == (
+        f"“{shown}” taken as {taken} (also in the catalog: {others}; name one to choose)"
+    )
+
+
+def test_the_h100_note_reads_as_documented() -> None:
+    assert resolve_gpu("H100").note == (
+        "“H100” taken as H100 SXM (also in the catalog: H100 PCIe, H100 NVL; name one to choose)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# No such card
+
+UNKNOWN = [
+    "RTX 4090 Ti",  # no such card: not silently an RTX 4090
+    "4090 Ti",
+    "RTX 4090 SUPER",
+    "RTX 4090 48GB",  # no 4090 with 48 GB
+    "RTX 4090 16GB",  # 16 GB is the laptop part, and "Laptop" was not typed
+    "RTX 5095",
+    "H300",
+    "H100 SXM4",  # the H100 is SXM5
+    "H100 NVL 80GB",  # the NVL has 94 GB
+    "A100 48GB",
+    "MI300",  # MI300X or MI300A: different products
+    "RTX 3090 Ti Ti",
+    "GTX 4090",
+    "RTX 4080S",
+    "Apple M2 Ultra Max",
+    "L4 Ti",
+    "RTX",
+]
+
+
+@pytest.mark.parametrize("typed", UNKNOWN)
+def test_a_name_with_words_no_row_has_is_a_usage_error_naming_the_closest(typed: str) -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_gpu(typed)
+    message = str(info.value)
+    assert "\n" not in message
+    assert re.fullmatch(
+        rf"unknown GPU {re.escape(repr(typed))}: the catalog has no such card; "
+        r"closest: [^;]+ \(hwadvisor gpus lists them\)",
+        message,
+    ), message
+    closest = message.split("closest: ", 1)[1].removesuffix(" (hwadvisor gpus lists them)")
+    assert closest.split(", ") == nearest_gpus(typed)
+
+
+def test_the_4090_ti_error_names_the_4090s_first() -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_gpu("RTX 4090 Ti")
+    assert str(info.value) == (
+        "unknown GPU 'RTX 4090 Ti': the catalog has no such card; closest: GeForce RTX 4090, "
+        "GeForce RTX 4090 D, GeForce RTX 4070 Ti (hwadvisor gpus lists them)"
+    )
+
+
+@pytest.mark.parametrize("typed", ["", "   ", "NVIDIA", "GeForce GPU", "80GB"])
+def test_a_name_without_model_words_is_a_usage_error(typed: str) -> None:
+    with pytest.raises(UsageError) as info:
+        resolve_gpu(typed)
+    assert str(info.value) == (
+        f"unknown GPU {typed!r}: the catalog has no such card (hwadvisor gpus lists them)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "first"),
+    [
+        ("RTX 4090 Ti", ["GeForce RTX 4090", "GeForce RTX 4090 D"]),
+        ("RTX 4090 16GB", ["GeForce RTX 4090"]),  # a memory size is no model number
+        ("RTX 5095", ["GeForce RTX 5090"]),
+        ("RTX 4909", ["GeForce RTX 4090"]),  # a typo in the number
+        ("RTX 4090 Laptop Ti", ["GeForce RTX 4090 Laptop GPU"]),
+    ],
+)
+def test_nearest_names_put_the_model_number_asked_first(typed: str, first: list[str]) -> None:
+    assert nearest_gpus(typed)[: len(first)] == first
+
+
+# --------------------------------------------------------------------------------------------
+# Properties over the whole catalog
+
+
+def _spellings(name: str) -> list[str]:
+    return [
+        name,
+        name.upper(),
+        name.lower(),
+        name.replace(" ", "-"),
+        name.replace(" ", "_"),
+        re.sub(r"(?<=[A-Za-z]) (?=\d)", "", name),  # "RTX4090", "A100SXM4"
+        f"  {name} ",
+    ]
+
+
+@given(row=st.sampled_from(ROWS), spelling=st.integers(0, len(_spellings("x")) - 1))
+def test_every_row_name_resolves_to_itself_without_a_note(row: GpuPeak, spelling: int) -> None:
+    typed = _spellings(row.name)[spelling]
+    assert resolve_gpu(typed) == ResolvedGpu(row, None)
+
+
+def _base_words(name: str) -> Counter[str]:
+    """Words of a catalog name outside parentheses, lower case (an independent reading)."""
+    return Counter(re.findall(r"[a-z0-9]+", re.sub(r"\([^)]*\)", " ", name.lower())))
+
+
+def _has_variant(row: GpuPeak, word: str) -> bool:
+    wanted = _base_words(row.name) + Counter([word])
+    return any(wanted <= _base_words(other.name) for other in ROWS)
+
+
+WITHOUT_TI = [row for row in ROWS if not _has_variant(row, "ti")]
+
+
+@given(row=st.sampled_from(WITHOUT_TI))
+def test_a_ti_after_a_name_without_a_ti_variant_is_refused(row: GpuPeak) -> None:
+    with pytest.raises(UsageError, match="the catalog has no such card"):
+        resolve_gpu(f"{row.name} Ti")
+
+
+@given(row=st.sampled_from(ROWS), suffix=st.sampled_from([" Ultra2", "-Ultra2", " Ultra 2"]))
+def test_a_suffix_no_row_has_is_refused(row: GpuPeak, suffix: str) -> None:
+    with pytest.raises(UsageError, match="the catalog has no such card"):
+        resolve_gpu(row.name + suffix)
+
+
+def test_some_rows_do_have_a_ti_variant() -> None:
+    assert "GeForce RTX 4070" not in {row.name for row in WITHOUT_TI}
+    assert resolve_gpu("GeForce RTX 4070 Ti").peak.name == "GeForce RTX 4070 Ti"
+    assert "GeForce RTX 4090" in {row.name for row in WITHOUT_TI}
+
+
+@given(text=st.text(max_size=40))
+def test_any_text_resolves_or_is_a_one_line_usage_error(text: str) -> None:
+    try:
+        resolved = resolve_gpu(text)
+    except UsageError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert resolved.peak in ROWS
+
+
+# --------------------------------------------------------------------------------------------
+# The listing
+
+
+def test_gpu_rows_lists_the_whole_catalog_in_its_order() -> None:
+    rows = gpu_rows()
+    assert [r.name for r in rows] == [row.name for row in ROWS]
+    assert gpu_rows("") == rows
+
+
+def test_a_gpu_row_carries_the_listing_columns() -> None:
+    h100 = next(r for r in gpu_rows("h100 sxm"))
+    peak = BY_NAME["H100 SXM"]
+    assert h100 == GpuRow(
+        name="H100 SXM",
+        vendor="nvidia",
+        gpu_class="datacenter",
+        architecture=peak.architecture,
+        memory_gb=80.0,
+        tensor_tflops=peak.bf16_tflops,
+        tensor_precision="bf16",
+        fp32_tflops=peak.fp32_tflops,
+        bandwidth_gbs=peak.bandwidth_gbs,
+    )
+
+
+def test_a_gpu_row_reads_as_json() -> None:
+    row = gpu_rows("h100 nvl")[0]
+    data = row.as_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert data["name"] == "H100 NVL" and data["tensor_precision"] == "bf16"
+    assert list(data) == [field.name for field in dataclasses.fields(GpuRow)]
+
+
+def test_the_tensor_column_falls_back_to_fp16_then_to_nothing() -> None:
+    fp16_only = next(row for row in ROWS if row.bf16_tflops is None and row.fp16_tflops)
+    listed = next(r for r in gpu_rows() if r.name == fp16_only.name)
+    assert (listed.tensor_tflops, listed.tensor_precision) == (fp16_only.fp16_tflops, "fp16")
+    pascal = next(r for r in gpu_rows("GTX 1080"))
+    assert (pascal.tensor_tflops, pascal.tensor_precision) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("filter", "names"),
+    [
+        ("4090", ["GeForce RTX 4090 D", "GeForce RTX 4090", "GeForce RTX 4090 Laptop GPU"]),
+        ("rtx4090", ["GeForce RTX 4090 D", "GeForce RTX 4090", "GeForce RTX 4090 Laptop GPU"]),
+        ("H100", ["H100 SXM", "H100 PCIe", "H100 NVL"]),
+        ("nvidia h100", ["H100 SXM", "H100 PCIe", "H100 NVL"]),
+        ("80GB", ["H100 SXM", "H100 PCIe", "A100 SXM4 80GB", "A100 PCIe 80GB"]),
+        ("sxm4", ["A100 SXM4 80GB", "A100 40GB"]),
+        ("MI300", ["AMD Instinct MI300X", "AMD Instinct MI300A"]),
+        ("apple ultra", ["Apple M1 Ultra", "Apple M2 Ultra", "Apple M3 Ultra"]),
+        ("no such card", []),
+    ],
+)
+def test_the_filter_keeps_rows_with_every_word(filter: str, names: list[str]) -> None:
+    assert [r.name for r in gpu_rows(filter)] == names
+
+
+def test_the_filter_matches_vendor_and_class() -> None:
+    rows = gpu_rows("amd datacenter")
+    assert rows and all(r.vendor == "amd" and r.gpu_class == "datacenter" for r in rows)
+    assert len(rows) == sum(1 for p in ROWS if p.vendor == "amd" and p.gpu_class == "datacenter")
+    assert all(r.gpu_class == "workstation" for r in gpu_rows("workstation"))
+
+
+# --------------------------------------------------------------------------------------------
+# find_gpu_peak: a memory size in the name
+
+
+@pytest.mark.parametrize(
+    ("device", "expected"),
+    [
+        ("A100 40GB", "A100 40GB"),
+        ("NVIDIA A100 40GB", "A100 40GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100 40GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100 40GB"),
+        ("A100 80GB", "A100 SXM4 80GB"),
+        ("NVIDIA GeForce RTX 3080 12GB", "GeForce RTX 3080 (12 GB)"),
+        ("NVIDIA GeForce RTX 3060 8GB", "GeForce RTX 3060 (8 GB)"),
+        ("NVIDIA GH200 144G HBM3e", "GH200 (144 GB HBM3e)"),
+        # Not a size of any row it could be: the superchip's memory, no tie-breaker.
+        ("NVIDIA GH200 480GB", "GH200 (96 GB HBM3)"),
+        ("A100 48GB", "A100 SXM4 80GB"),
+        # "10G" of "A10G" is no memory size.
+        ("NVIDIA A10G", "A10G"),
+    ],
+)
+def test_a_memory_size_in_the_name_settles_a_tie(device: str, expected: str) -> None:
+    found = find_gpu_peak(device, fallback=False)
+    assert found is not None and found.name == expected
+
+
+def test_the_reported_memory_still_beats_the_name() -> None:
+    found = find_gpu_peak("NVIDIA A100 40GB", 80 * GIB, fallback=False)
+    assert found is not None and found.name == "A100 SXM4 80GB"
+    found = find_gpu_peak("NVIDIA A100", 40 * GIB, fallback=False)
+    assert found is not None and found.name == "A100 40GB"
+
+
+@pytest.mark.parametrize(
+    "row", [row for row in ROWS if re.search(r"\d ?GB\b", row.name)], ids=lambda row: row.name
+)
+def test_a_row_whose_name_states_its_memory_is_found_by_that_name(row: GpuPeak) -> None:
+    assert find_gpu_peak(row.name, fallback=False) == row

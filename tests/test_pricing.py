@@ -1,0 +1,124 @@
+"""The price catalog and the costs of one option: every row sourced and dated, every rung of the
+ladder priced, cloud instances for each class from at least five providers, and the arithmetic
+of a run's cost, its energy and the break-even."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwadvisor.advise import builtin_prices, load_rules, scenario_class
+from hwadvisor.advise.pricing import option_costs, price_age_days, stale_note
+from hwadvisor.catalog.peaks import find_gpu_peak, load_catalog
+
+CATALOG = {p.name for p in load_catalog()}
+
+
+def test_every_row_names_its_source_and_date() -> None:
+    prices = builtin_prices()
+    rows = [*prices.cards.values(), *prices.systems, *prices.hosts, *prices.instances]
+    assert len(rows) > 50
+    for row in rows:
+        assert row.source.strip() and row.date.strip(), row.key
+        assert price_age_days(row.date, datetime.date(2026, 11, 27)) is not None, row.date
+        assert row.price > 0
+    assert prices.kwh_price > 0 and prices.kwh_source and prices.kwh_date
+
+
+def test_cards_and_instances_name_catalog_gpus() -> None:
+    prices = builtin_prices()
+    assert set(prices.cards) <= CATALOG
+    assert {i.gpu for i in prices.instances if i.gpu} <= CATALOG
+
+
+def test_every_rung_of_the_ladder_can_be_bought_or_rented() -> None:
+    prices = builtin_prices()
+    for c in load_rules().candidates:
+        peak = find_gpu_peak(c.gpu) if c.gpu else None
+        costs = option_costs(
+            prices,
+            gpu=peak.name if peak else None,
+            gpus=c.gpus,
+            cores=c.cores,
+            seconds=3600,
+        )
+        assert costs.purchase is not None, c.title
+        assert costs.date, c.title
+        assert costs.hourly is not None and costs.rent_as, c.title
+
+
+def test_cloud_instances_cover_every_class_from_five_providers() -> None:
+    prices = builtin_prices()
+    providers = {i.provider for i in prices.instances}
+    assert {"AWS", "Google Cloud", "Azure"} <= providers and len(providers) >= 5
+    classes = {scenario_class(i.gpus) for i in prices.instances}
+    assert classes == {1, 2, 3}
+
+
+def test_the_costs_of_one_run() -> None:
+    prices = builtin_prices().with_kwh(0.20)
+    c = option_costs(prices, gpu="H100 SXM", gpus=8, seconds=10 * 3600)
+    assert c.purchase is not None and c.hourly is not None and c.watts is not None
+    assert c.run == pytest.approx(10 * c.hourly)
+    assert c.energy == pytest.approx(c.watts / 1000 * 10 * 0.20)
+    assert c.break_even_hours == pytest.approx(c.purchase / (c.hourly - c.watts / 1000 * 0.20))
+    assert c.break_even_runs == pytest.approx(c.break_even_hours / 10)
+    assert c.rent_as and "8" in c.rent_as
+    two = option_costs(prices, gpu="H100 SXM", gpus=8, nodes=2, seconds=10 * 3600)
+    assert two.purchase == pytest.approx(2 * c.purchase)
+    assert two.hourly == pytest.approx(2 * c.hourly)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["GeForce RTX 4090", "H100 PCIe", "L4", "RTX 6000 Ada Generation", "T4"]),
+    st.integers(min_value=1, max_value=8),
+    st.floats(min_value=1.0, max_value=1e7),
+)
+def test_costs_grow_with_time_and_never_go_negative(gpu: str, gpus: int, seconds: float) -> None:
+    prices = builtin_prices()
+    short = option_costs(prices, gpu=gpu, gpus=gpus, seconds=seconds)
+    long = option_costs(prices, gpu=gpu, gpus=gpus, seconds=seconds * 2)
+    for a, b in ((short.run, long.run), (short.energy, long.energy)):
+        if a is not None:
+            assert b is not None and 0 <= a <= b
+    assert short.purchase == long.purchase and short.hourly == long.hourly
+    if short.break_even_hours is not None:
+        assert short.break_even_hours > 0
+
+
+def test_a_gpu_no_cloud_rents_is_rented_as_one_as_fast_and_as_large() -> None:
+    c = option_costs(builtin_prices(), gpu="RTX 6000 Ada Generation", gpus=4, seconds=3600)
+    assert c.rent_as is not None and "no cloud rents this GPU" in c.rent_as
+    rented = next(
+        i for i in builtin_prices().instances if c.rent_as.startswith(f"{i.provider} {i.key}")
+    )
+    peak, want = find_gpu_peak(rented.gpu or ""), find_gpu_peak("RTX 6000 Ada Generation")
+    assert peak is not None and want is not None and rented.gpus == 4
+    assert (peak.memory_gb or 0) >= (want.memory_gb or 0)
+
+
+def test_prices_over_a_year_old_are_named() -> None:
+    today = datetime.date(2026, 11, 27)
+    assert stale_note("2026-06-01", today) is None
+    note = stale_note("2025-03", today)
+    assert note is not None and "2025-03" in note and "over a year old" in note
+    assert stale_note(None, today) is None and stale_note("sometime", today) is None
+
+
+def test_the_packaged_file_loads_from_a_copy(tmp_path: Path) -> None:
+    from importlib.resources import files
+
+    from hwadvisor.advise import load_prices
+
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        files("hwadvisor.catalog").joinpath("prices.toml").read_text("utf-8"), encoding="utf-8"
+    )
+    copied = load_prices(path)
+    built_in = builtin_prices()
+    assert copied.cards == built_in.cards and copied.instances == built_in.instances
