@@ -602,6 +602,7 @@ def _whole(option: str, value: float) -> int:
             "hwadvisor advise -p box.json -w resnet50-imagenet",
             "hwadvisor advise -p collect_env.txt -w bert-base-finetune --json -",
             'hwadvisor advise -p box.json -w llm-7b-lora --assume-gpu "RTX 4090" --gpus 2',
+            "hwadvisor advise -w resnet50-imagenet --deadline 3d  # the newest scan",
             "hwadvisor advise -p box.json --params 3e8 --tokens 2e10 --precision bf16",
             "hwadvisor workloads                   # the presets -w takes",
         ],
@@ -694,13 +695,15 @@ def advise(
         ),
     ] = None,
 ) -> None:
-    """Say whether a machine is enough for a workload.
+    """Say whether a machine is enough for a workload, and what to buy or rent.
 
-    Reads the machine's saved profile and prints the scenario the workload needs (CPU is
-    enough, one GPU, a workstation, a multi-GPU cluster), whether the machine meets it, the time
-    to train there and across a ladder of hardware, whether it fits in memory, and the rules
-    that decided. Give a preset (--workload) or describe your own (--params with
-    --flops-per-sample and --samples, or --tokens). Touches no hardware and needs no torch."""
+    Prints the class of hardware the workload needs within the deadline (a CPU, one GPU, one
+    machine of up to 8 GPUs, several machines), whether this machine is enough, the cheapest
+    option of that class with its price and the cost of one run rented and owned, why that
+    class and not the one below, the time to train here and on every option, and what would
+    change the answer. Give a preset (--workload) or describe your own (--params with
+    --flops-per-sample and --samples, or --tokens). Without --profile: the newest scan in
+    reports/. Touches no hardware and needs no torch."""
     from hwadvisor.importers.detect import import_file
     from hwadvisor.render.jsonio import to_json, write_new_file
 
