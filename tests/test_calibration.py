@@ -135,6 +135,7 @@ def test_rounding_of_the_estimate_does_not_move_the_prediction() -> None:
 GOOD = """
 [[row]]
 id = "a-row"
+origin = "tests"
 hardware = "A100 SXM4 80GB"
 gpus = 1
 workload = "ResNet-50"

@@ -107,6 +107,7 @@ class CalibrationRow:
     """One published, measured figure and what is needed to estimate it."""
 
     id: str
+    origin: str
     hardware: str
     gpus: int
     workload: str
@@ -200,6 +201,7 @@ class _Row(DataModel):
     """One ``[[row]]``; a row hwadvisor could not estimate is refused by its validator."""
 
     id: Annotated[str, _SLUG]
+    origin: Annotated[str, _SLUG]
     hardware: Text
     gpus: Whole
     workload: Text
