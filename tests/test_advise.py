@@ -50,6 +50,11 @@ EXPECTED = {
     "bert-base-finetune": 2,
     "llm-7b-lora": 2,  # fits one 24 GB GPU at a smaller batch or with checkpointing
     "llm-7b-pretrain": 4,  # 7B pre-training in a day: many nodes
+    "llama3-8b-qlora": 2,  # QLoRA on a 4-bit base: one 12-16 GB card
+    "sd15-finetune": 2,  # one 24 GB card with checkpointing (the diffusers README)
+    "gpt2-124m": 2,  # llm.c: "a single GPU too ... ~4-24 hours depending on the GPU"
+    "vit-b16-imagenet": 3,  # DeiT-B: 53 h on one 8-GPU node of 2020; over a day on one GPU
+    "whisper-small-finetune": 2,  # the blog's "5-10 hours" on one Colab-class GPU
 }
 
 _CACHE: dict[Path, Profile] = {}
@@ -85,6 +90,8 @@ def _check_advice(advice: Advice) -> None:
     if advice.workload.kind != "classical":
         assert rec.seconds is not None and rec.seconds <= advice.deadline_hours * 3600
         assert rec.fits_memory is True
+    if rec.origin == "this-machine":
+        return  # already owned: a price is a bonus, not a requirement
     assert rec.purchase_cost is not None or rec.hourly_cost is not None
     assert rec.price_date
 
@@ -259,7 +266,9 @@ _workloads = st.one_of(
 def _not_worse(before: Advice, after: Advice) -> None:
     if before.this_machine.sufficient:
         assert after.this_machine.sufficient
-    if before.this_machine.seconds is not None:
+    # A time is compared where it can be had: an option that does not hold the job is timed
+    # as its last resort would run, and more hardware may rightly trade it for one that fits.
+    if before.this_machine.seconds is not None and before.this_machine.fits_memory is not False:
         assert after.this_machine.seconds is not None
         assert after.this_machine.seconds <= before.this_machine.seconds * (1 + 1e-9)
 

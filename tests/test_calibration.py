@@ -24,7 +24,8 @@ from hwadvisor.calibration import (
     summarize,
 )
 from hwadvisor.catalog import find_gpu_peak
-from hwadvisor.workloads import DEVICE_CLASSES
+from hwadvisor.catalog.model import model_params
+from hwadvisor.workloads import DEVICE_CLASSES, memory_traffic_per_sample
 
 ROWS = load_calibration()
 IDS = [r.id for r in ROWS]
@@ -110,22 +111,20 @@ def test_the_summary_counts_are_consistent(comparisons: list[Comparison]) -> Non
 
 def test_rounding_of_the_estimate_does_not_move_the_prediction() -> None:
     """The comparison sizes the work so that 2-significant-figure rounding stays under 1 %:
-    a throughput row's prediction equals the unrounded peak × efficiency × scaling formula."""
+    a throughput row's prediction equals the unrounded formula of the documented model — the
+    arithmetic (peak × efficiency) and the memory traffic (bandwidth) overlapping in part."""
     row = next(r for r in ROWS if r.id == "dle-pyt-rn50-a100-80g-1x-amp")
     c = compare(row)
     peak = find_gpu_peak(row.hardware)
-    assert peak is not None and peak.fp16_tflops is not None
+    assert peak is not None and peak.fp16_tflops is not None and peak.bandwidth_gbs
     w = calibration_workload(row)
     assert w.flops_per_sample is not None
-    efficiency = dict(w.efficiency)["datacenter-gpu"]
-    compute = peak.fp16_tflops * 1e12 * efficiency / w.flops_per_sample
-    # Roofline: ResNet-50 is bound by memory traffic on an A100 (see workloads.py).
-    from hwadvisor.workloads import ACHIEVED_BANDWIDTH_FRACTION, memory_traffic_per_sample
-
+    p = model_params()
+    compute = w.flops_per_sample / (peak.fp16_tflops * 1e12 * p.tensor_conv)
     traffic = memory_traffic_per_sample(w)
-    assert traffic is not None and peak.bandwidth_gbs is not None
-    memory = peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION / traffic
-    exact = min(compute, memory)
+    assert traffic is not None
+    memory = traffic / (peak.bandwidth_gbs * 1e9)
+    exact = 1.0 / (max(compute, memory) + p.overlap * min(compute, memory))
     assert c.predicted == pytest.approx(exact, rel=0.01)
 
 

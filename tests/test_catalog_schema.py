@@ -301,7 +301,7 @@ def test_bad_settings_name_file_and_key(tmp_path: Path, old: str, new: str, expe
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("cores = 8", "cores = 8\nsockets = 2", "unknown key 'sockets'"),
+        ("cores = 8", "cores = 8\nthreads = 16", "unknown key 'threads'"),
         ("cores = 8\n", "", "missing key 'cores' (a cpu candidate needs it)"),
         ("cores = 8", "cores = 8.5", "key 'cores' must be a positive whole number, got 8.5"),
         ("cores = 8", "cores = true", "key 'cores' must be a positive whole number, got true"),
@@ -370,6 +370,7 @@ def test_prices_file_level_rules(tmp_path: Path) -> None:
 _CALIBRATION = """
 [[row]]
 id = "rn50-a100"
+origin = "nvidia"
 hardware = "A100 SXM4 80GB"
 gpus = 1
 workload = "ResNet-50"
@@ -381,6 +382,7 @@ source = "a README"
 
 [[row]]
 id = "gpt-h100"
+origin = "a-lab"
 hardware = "H100 SXM"
 gpus = 8
 workload = "a GPT"

@@ -116,9 +116,15 @@ def test_version_short_and_long(flag: str, capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out == f"hwadvisor {__version__}\n"
 
 
-def test_completion_is_offered(capsys: pytest.CaptureFixture[str]) -> None:
+def test_completion_is_offered(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer.completion
+
     text = _help([], capsys)
     assert "--install-completion" in text and "--show-completion" in text
+    # typer finds the shell among the parent processes: none when the suite runs detached.
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")
     assert main(["--show-completion", "bash"]) == ExitStatus.OK
     assert "_HWADVISOR_COMPLETE" in capsys.readouterr().out
 

@@ -46,6 +46,11 @@ def test_the_presets_the_advice_needs_are_all_there() -> None:
         "bert-base-finetune",
         "llm-7b-lora",
         "llm-7b-pretrain",
+        "llama3-8b-qlora",
+        "sd15-finetune",
+        "gpt2-124m",
+        "vit-b16-imagenet",
+        "whisper-small-finetune",
     ]
 
 
@@ -228,7 +233,9 @@ def test_resnet50_throughput_is_within_2x_of_nvidias_figures(gpu: str, published
     assert peak is not None
     rate = hardware_rate(peak, "fp16")
     assert rate is not None
-    result = estimate(resnet, rate_flops=rate, efficiency=0.20)
+    result = estimate(
+        resnet, rate_flops=rate, efficiency=default_efficiency(resnet, "datacenter-gpu")
+    )
     assert result.seconds == pytest.approx(1_281_167 * 90 / implied, rel=0.05)
 
 
@@ -282,8 +289,25 @@ def test_every_catalog_gpu_has_a_rate_for_every_training_precision() -> None:
 
 
 def test_llm_defaults_are_in_the_published_mfu_range() -> None:
-    assert 0.35 <= default_efficiency(get_workload("llm-7b-pretrain"), "datacenter-gpu") <= 0.5
-    assert default_efficiency(get_workload("resnet50-imagenet"), "datacenter-gpu") == 0.20
+    # LLM Foundry's 7B at 2,048 tokens: 46 % (H100) to 64 % (A100 80GB) model FLOPs utilisation
+    # (scripts/train/benchmarking/README.md); PaLM's 46 %. The whole estimate on an 8× H100
+    # server (its compute, memory traffic and gradient exchange) lands in 35-65 %.
+    from dataclasses import replace as _replace
+
+    from hwadvisor import advise as _advise
+
+    rules = _replace(_advise.load_rules(), startup_seconds=0.0, eval_fraction=0.0)
+    node = rules.candidate("node")
+    assert node is not None
+    llm = get_workload("llm-7b-pretrain")
+    rate = _advise.candidate_rate(llm, node, rules)
+    peak = find_gpu_peak(node.gpu or "")
+    assert rate.estimate is not None and peak is not None and peak.bf16_tflops
+    mfu = total_training_flops(llm) / (rate.estimate.seconds * peak.bf16_tflops * 1e12 * 8)
+    assert 0.35 <= mfu <= 0.65
+    # NVIDIA's 2,470 img/s × 24.6 GFLOP on an A100's 312 TFLOP/s: 19.5 % (within 2x either way).
+    resnet = default_efficiency(get_workload("resnet50-imagenet"), "datacenter-gpu")
+    assert 0.195 / 2 <= resnet <= 0.195 * 2
     with pytest.raises(WorkloadError, match="device class"):
         default_efficiency(get_workload("small-cnn"), "tpu")
 
@@ -361,9 +385,13 @@ def test_the_band_brackets_the_estimate(rate: float, eff: float, low: float, hig
 
 
 def test_custom_transformer_defaults_to_6n_per_token() -> None:
+    """6·N per token for the weights, plus the attention of the assumed shape (12·L·h·s)."""
     w = custom_workload(parameters=1_000_000, tokens=1_000_000, epochs=2)
-    assert w.kind == "transformer"
-    assert total_training_flops(w) == pytest.approx(6 * 1e6 * 1e6 * 2)
+    assert w.kind == "transformer" and w.shape_assumed
+    assert w.flops_per_token == 6 * 1e6
+    assert w.layers and w.hidden and w.sequence_length
+    attention = 12 * w.layers * w.hidden * w.sequence_length
+    assert total_training_flops(w) == pytest.approx((6 * 1e6 + attention) * 1e6 * 2)
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ from hwadvisor.workloads import (
     TRAINING_PRECISIONS,
     Workload,
     WorkloadError,
+    assume_shape,
     check_workload,
     custom_workload,
     get_workload,
@@ -90,7 +91,7 @@ TARGET_GEOMEAN = (0.85, 1.15)
 
 _MODEL_KINDS = ("conv", "transformer")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_CPU_KEYS = ("cpu_cores", "cpu_ghz", "cpu_architecture", "cpu_microarchitecture")
+_CPU_KEYS = ("cpu_cores", "cpu_sockets", "cpu_ghz", "cpu_architecture", "cpu_microarchitecture")
 
 #: The estimate is rounded to 2 significant figures; the work is sized so that the estimate
 #: lands near this many seconds, where that rounding costs under 0.6 %.
@@ -125,6 +126,7 @@ class CalibrationRow:
     run_samples: int | None = None
     run_tokens: int | None = None
     cpu_cores: int | None = None
+    cpu_sockets: int | None = None
     cpu_ghz: float | None = None
     cpu_architecture: str | None = None
     cpu_microarchitecture: str | None = None
@@ -133,6 +135,13 @@ class CalibrationRow:
     heads: int | None = None
     vocab_size: int | None = None
     flash_attention: bool | None = None
+    micro_batch: int | None = None
+    """Samples (sequences) per GPU per pass, where the source gives it."""
+    activation_bytes_per_sample: float | None = None
+    """A conv net's stored activations per sample in 16-bit (mixed precision), where counted
+    (scripts/measure_activations.py)."""
+    gradient_checkpointing: bool | None = None
+    """Whether the measured run recomputed activations, where the source says."""
 
     @property
     def shape(self) -> dict[str, Any]:
@@ -155,6 +164,8 @@ class Comparison:
     """Predicted speed / measured speed: above 1, hwadvisor is optimistic."""
     kind: str
     device_class: str
+    parameters: int = 0
+    """The model's parameters as estimated (its band group depends on them)."""
 
     @property
     def factor(self) -> float:
@@ -219,6 +230,7 @@ class _Row(DataModel):
     run_samples: OptPositiveWhole = None
     run_tokens: OptPositiveWhole = None
     cpu_cores: OptPositiveWhole = None
+    cpu_sockets: OptPositiveWhole = None
     cpu_ghz: OptPositive = None
     cpu_architecture: OptText = None
     cpu_microarchitecture: OptText = None
@@ -227,6 +239,9 @@ class _Row(DataModel):
     heads: OptPositiveWhole = None
     vocab_size: OptPositiveWhole = None
     flash_attention: Annotated[bool | None, FLAG] = None
+    micro_batch: OptPositiveWhole = None
+    gradient_checkpointing: Annotated[bool | None, FLAG] = None
+    activation_bytes_per_sample: OptPositive = None
 
     def row(self) -> CalibrationRow:
         return CalibrationRow(**self.model_dump(exclude_none=True))
@@ -328,15 +343,39 @@ def _cpu_flops_per_cycle(row: CalibrationRow) -> int | None:
 # The row as hwadvisor sees it
 
 
-def calibration_workload(row: CalibrationRow) -> Workload:
+def calibration_workload(row: CalibrationRow, *, as_typed: bool = False) -> Workload:
     """The row's workload: the preset with the row's precision (and any model figure the row
     overrides), or a custom workload. Its size is arbitrary: only the rate is compared. A row
     that gives another model size for a preset with a shape must give its shape too: the
-    preset's would be wrong for it, so it is dropped."""
+    preset's would be wrong for it, so it is dropped. ``as_typed``: a transformer as people
+    type it, parameters and tokens only — no shape, no sequence length, no vocabulary — so
+    that the advice assumes them as it does for them."""
+    if as_typed:
+        w = calibration_workload(row)
+        if w.kind != "transformer":
+            return w
+        bare = replace(
+            w,
+            layers=None,
+            hidden=None,
+            heads=None,
+            vocab_size=None,
+            sequence_length=None,
+            flash_attention=False,
+            shape_assumed=False,
+            gradient_checkpointing=False,
+            flops_per_token=(w.flops_per_token or 0.0) if w.flops_per_token else None,
+            activation_bytes_per_token=None,
+        )
+        return assume_shape(bare)
     try:
         if row.preset is not None:
             base = get_workload(row.preset)
-            changes: dict[str, Any] = {"name": row.id, "precision": row.precision}
+            changes: dict[str, Any] = {
+                "name": row.id,
+                "precision": row.precision,
+                "activation_precision": base.activation_precision or base.precision,
+            }
             if row.sequence_length is not None:
                 changes["sequence_length"] = row.sequence_length
             if row.parameters is not None:
@@ -345,23 +384,27 @@ def calibration_workload(row: CalibrationRow) -> Workload:
                     changes["flops_per_token"] = 6.0 * row.parameters
                     changes.update(layers=None, hidden=None, heads=None, vocab_size=None)
             changes.update(row.shape)
+            changes.update(_run_settings(row))
             if row.flops_per_sample is not None:
                 changes["flops_per_sample"] = row.flops_per_sample
             if row.flops_per_token is not None:
                 changes["flops_per_token"] = row.flops_per_token
             workload = replace(base, **changes)
             check_workload(workload, f"calibration row {row.id!r}")
-            return workload
+            return assume_shape(workload)
         assert row.parameters is not None  # checked on loading
         if row.kind == "conv":
-            return custom_workload(
+            conv = custom_workload(
                 name=row.id,
                 parameters=row.parameters,
                 flops_per_sample=row.flops_per_sample,
                 samples=1,
                 precision=row.precision,
+                activation_bytes_per_sample=row.activation_bytes_per_sample,
             )
-        return custom_workload(
+            # The counted activations are 16-bit ones (mixed precision).
+            return replace(conv, activation_precision="fp16", **_run_settings(row))
+        custom = custom_workload(
             name=row.id,
             parameters=row.parameters,
             flops_per_token=row.flops_per_token,
@@ -370,8 +413,19 @@ def calibration_workload(row: CalibrationRow) -> Workload:
             sequence_length=row.sequence_length,
             **row.shape,
         )
+        return replace(custom, **_run_settings(row))
     except WorkloadError as exc:
         raise CalibrationError(f"calibration row {row.id!r}: {exc}") from exc
+
+
+def _run_settings(row: CalibrationRow) -> dict[str, Any]:
+    """The measured run's micro-batch (as the batch per GPU) and checkpointing, where given."""
+    out: dict[str, Any] = {}
+    if row.micro_batch is not None:
+        out["batch_size"] = row.micro_batch
+    if row.gradient_checkpointing is not None:
+        out["gradient_checkpointing"] = row.gradient_checkpointing
+    return out
 
 
 def calibration_candidate(row: CalibrationRow) -> Candidate:
@@ -386,6 +440,7 @@ def calibration_candidate(row: CalibrationRow) -> Candidate:
             "cores": row.cpu_cores,
             "clock_mhz": row.cpu_ghz * 1000.0,
             "flops_per_cycle": _cpu_flops_per_cycle(row),
+            "sockets": row.cpu_sockets or 1,
         }
     else:
         role = "single_gpu" if row.gpus == 1 else "node"
@@ -407,7 +462,10 @@ def _sized(w: Workload, amount: int) -> Workload:
 
 
 def _seconds(w: Workload, candidate: Candidate, rules: Rules) -> float:
-    rate = advise.candidate_rate(w, candidate, rules, origin="calibration")
+    # The rows measure training throughput (no start-up, no evaluation) of runs that ran: at
+    # the micro-batch and checkpointing they state, whatever the memory model would plan.
+    steady = replace(rules, startup_seconds=0.0, eval_fraction=0.0)
+    rate = advise.candidate_rate(w, candidate, steady, origin="calibration", planned=False)
     if rate.estimate is None:
         raise CalibrationError(
             f"{w.name}: hwadvisor gives no estimate on {candidate.title} ({w.precision})"
@@ -427,14 +485,18 @@ def predicted_speed(w: Workload, candidate: Candidate, rules: Rules) -> float:
     return amount / seconds
 
 
-def compare(row: CalibrationRow, rules: Rules | None = None) -> Comparison:
-    """hwadvisor's figure for ``row``, in the row's unit, and the speed ratio."""
+def compare(
+    row: CalibrationRow, rules: Rules | None = None, *, as_typed: bool = False
+) -> Comparison:
+    """hwadvisor's figure for ``row``, in the row's unit, and the speed ratio (``as_typed``:
+    for the workload as people type it, see :func:`calibration_workload`)."""
     rules = rules if rules is not None else advise.load_rules()
-    w = calibration_workload(row)
+    w = calibration_workload(row, as_typed=as_typed)
     candidate = calibration_candidate(row)
     speed = predicted_speed(w, candidate, rules)
     if row.unit == "samples_per_s":
-        predicted = speed / row.sequence_length if _per_token(w) and row.sequence_length else speed
+        per_token = _per_token(w) and row.sequence_length
+        predicted = speed / row.sequence_length if per_token and row.sequence_length else speed
     elif row.unit == "tokens_per_s":
         predicted = speed
     elif row.unit == "tokens_per_s_per_gpu":
@@ -452,15 +514,20 @@ def compare(row: CalibrationRow, rules: Rules | None = None) -> Comparison:
         ratio=ratio,
         kind=w.kind,
         device_class=candidate.device_class,
+        parameters=w.parameters,
     )
 
 
 def compare_all(
-    rows: Sequence[CalibrationRow] | None = None, rules: Rules | None = None
+    rows: Sequence[CalibrationRow] | None = None,
+    rules: Rules | None = None,
+    *,
+    as_typed: bool = False,
 ) -> list[Comparison]:
     """:func:`compare` for every row (the packaged table by default), in order."""
     rules = rules if rules is not None else advise.load_rules()
-    return [compare(row, rules) for row in (rows if rows is not None else load_calibration())]
+    chosen = rows if rows is not None else load_calibration()
+    return [compare(row, rules, as_typed=as_typed) for row in chosen]
 
 
 # --------------------------------------------------------------------------------------------

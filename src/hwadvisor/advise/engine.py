@@ -28,11 +28,13 @@ from hwadvisor.advise.rates import (
     candidate_rate,
     memory_needed,
     memory_plan,
+    startup_seconds,
     this_machine_rates,
 )
 from hwadvisor.advise.trust import plausible
 from hwadvisor.errors import UsageError
 from hwadvisor.memory import FitVerdict
+from hwadvisor.methods import describe as describe_training
 from hwadvisor.model.advice import (
     Advice,
     AssumedVerdict,
@@ -47,7 +49,7 @@ from hwadvisor.model.advice import (
 )
 from hwadvisor.model.profile import Profile
 from hwadvisor.units import hours_text, human_bytes, human_duration, money
-from hwadvisor.workloads import Workload, WorkloadError, total_training_flops
+from hwadvisor.workloads import Workload, WorkloadError, shape_note, total_training_flops
 
 #: The most GPUs a scale-out answer considers (beyond, "not even N GPUs" is the answer).
 MAX_SCALE_OUT_GPUS = 65_536
@@ -747,6 +749,8 @@ def _caveats(
     w: Workload,
 ) -> list[str]:
     out: list[str] = []
+    if (shape := shape_note(w)) is not None:
+        out.append(shape[0].upper() + shape[1:])
     notes = [n for o in mine for n in o.rate.notes]
     for n in notes:
         if "set aside" in n:
@@ -765,6 +769,27 @@ def _caveats(
         out.append(stale[0].upper() + stale[1:])
     out.extend(_missing_activations(w))
     return list(dict.fromkeys(out))
+
+
+def times_note(w: Workload, rules: Rules) -> str:
+    """What every time of this answer includes, and what its range means."""
+    if w.kind == "classical":
+        return (
+            "Times are the work's core-seconds over the cores at the stated parallel efficiency; "
+            "each range is ×0.5–×2 (tree and linear-model costs vary more than FLOPs)."
+        )
+    share = w.eval_fraction if w.eval_fraction is not None else rules.eval_fraction
+    parts = ["the training steps"]
+    if share:
+        parts.append(f"{share:.0%} more for evaluation and checkpoints")
+    if rules.startup_seconds:
+        parts.append(f"{human_duration(startup_seconds(w, rules))} of start-up")
+    return (
+        f"Times are whole runs: {', '.join(parts)}. Each range is the 10th to 90th percentile "
+        "of the time model's errors against published measurements of the same kind of work "
+        "on the same class of device, each publisher's rows scored by rules fitted without "
+        "them (see docs/estimation.md)."
+    )
 
 
 def _confidence(
@@ -861,6 +886,9 @@ def advise(
             memory_bytes=memory_needed(w, rules),
             source=w.source,
             notes=w.notes,
+            training=describe_training(w),
+            shape_assumed=shape_note(w),
+            times=times_note(w, rules),
         ),
         deadline_hours=deadline_h,
         scenario=ScenarioInfo(

@@ -61,6 +61,7 @@ class Candidate:
     flops_per_cycle: int | None = None
     memory_gb: float | None = None
     device_class: str = "cpu"
+    sockets: int = 1
 
 
 def scenario_class(gpus: int, nodes: int = 1) -> int:
@@ -86,6 +87,14 @@ class Rules:
     shard_states: bool = True
     network_gbs_per_gpu: float = 25.0
     """Network bandwidth per GPU between servers (GB/s): 25 = 200 Gb/s InfiniBand per GPU."""
+    startup_seconds: float = 30.0
+    """A run's start-up beyond its steps (imports, CUDA and data-loader start, the first
+    steps' tuning), before the model's weights are read (``load_gbs``)."""
+    load_gbs: float = 1.0
+    """How fast a run reads the model's weights at start-up, GB/s (16-bit weights)."""
+    eval_fraction: float = 0.05
+    """Share of the training time spent evaluating and saving checkpoints, where the workload
+    does not say (``--eval-fraction``)."""
     source: str = "built-in"
 
     def candidate(self, role: str) -> Candidate | None:
@@ -136,10 +145,13 @@ class _Settings(DataModel):
     network_gbs_per_gpu: Annotated[
         float, number("a number of GB/s in (0, 10000]", gt=0, le=10_000)
     ] = 25.0
+    startup_seconds: Annotated[float, number("seconds from 0 to 36000", ge=0, le=36_000)] = 30.0
+    load_gbs: Annotated[float, number("GB/s in (0, 1000]", gt=0, le=1000)] = 1.0
+    eval_fraction: Annotated[float, number("a fraction from 0 to 0.9", ge=0, le=0.9)] = 0.05
 
 
 #: Keys of a CPU rung and of a GPU rung (the others are refused on each).
-_CPU_KEYS = ("cores", "clock_mhz", "flops_per_cycle", "memory_gb")
+_CPU_KEYS = ("cores", "clock_mhz", "flops_per_cycle", "memory_gb", "sockets")
 _GPU_KEYS = ("gpu", "gpus", "class")
 
 
@@ -155,6 +167,7 @@ class _Candidate(DataModel):
     clock_mhz: OptPositive = None
     flops_per_cycle: OptPositiveWhole = None
     memory_gb: OptPositive = None
+    sockets: PositiveWhole = 1
     device_class: Annotated[str | None, choice("consumer-gpu", "datacenter-gpu")] = Field(
         None, alias="class"
     )
@@ -189,6 +202,7 @@ class _Candidate(DataModel):
                 flops_per_cycle=self.flops_per_cycle,
                 memory_gb=64.0 if self.memory_gb is None else self.memory_gb,
                 device_class="cpu",
+                sockets=self.sockets,
             )
         default = "datacenter-gpu" if is_datacenter(self._peak) else "consumer-gpu"
         return Candidate(
@@ -233,6 +247,9 @@ class _RulesFile(DataModel):
             usable_memory_fraction=self.settings.usable_memory_fraction,
             shard_states=self.settings.shard_states_across_gpus,
             network_gbs_per_gpu=self.settings.network_gbs_per_gpu,
+            startup_seconds=self.settings.startup_seconds,
+            load_gbs=self.settings.load_gbs,
+            eval_fraction=self.settings.eval_fraction,
             source=source,
         )
 

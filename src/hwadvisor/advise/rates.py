@@ -21,10 +21,11 @@ from hwadvisor.advise.trust import (
     _per_core,
     bench_device,
 )
+from hwadvisor.catalog.model import band_for, model_params
 from hwadvisor.catalog.peaks import (
     GpuPeak,
-    cpu_peak_details,
     cpu_peak_gflops,
+    cpu_training_peak,
     find_gpu_peak,
 )
 from hwadvisor.memory import (
@@ -36,11 +37,9 @@ from hwadvisor.memory import (
     memory_per_gpu,
     spec_from_workload,
 )
+from hwadvisor.methods import QLORA_SLOWDOWN, recompute_factor
 from hwadvisor.model.profile import GpuInfo, Profile
 from hwadvisor.workloads import (
-    ACHIEVED_BANDWIDTH_FRACTION,
-    TRAFFIC_PER_ACTIVATION_BYTE,
-    VECTOR_EFFICIENCY,
     Estimate,
     Workload,
     default_efficiency,
@@ -51,6 +50,8 @@ from hwadvisor.workloads import (
     on_tensor_cores,
     training_flops_per_token,
     training_memory_bytes,
+    vector_efficiency,
+    width_factor,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -90,18 +91,23 @@ def catalog_memory(peak: GpuPeak) -> int | None:
 #: One training step launches about this many GPU kernels per transformer layer (forward about
 #: 15: two layer norms, the QKV and output projections, attention, two MLP matmuls, the
 #: activation, dropouts and residual adds; backward about twice as many), and eager PyTorch
-#: spends about this long on the host per kernel (dispatch, autograd, launch). The GPU cannot
-#: run a step faster than the host issues it: small models and small batches are bound by it.
+#: spends the model's ``host_seconds_per_kernel`` on the host per kernel (dispatch, autograd,
+#: launch). The GPU cannot run a step faster than the host issues it: small models and small
+#: batches are bound by it.
 KERNELS_PER_LAYER = 45
-HOST_SECONDS_PER_KERNEL = 8e-6
+
+
+def _micro(w: Workload) -> int:
+    """Samples per GPU per forward/backward pass: the micro-batch, else the batch."""
+    return w.micro_batch or w.batch_size
 
 
 def _step_flops(w: Workload) -> float | None:
-    """Training FLOPs of one step on one GPU (the workload's per-device batch)."""
+    """Training FLOPs of one forward/backward pass on one GPU (its micro-batch)."""
     if w.kind == "transformer" and w.flops_per_token and w.sequence_length:
-        return training_flops_per_token(w) * w.sequence_length * w.batch_size
+        return training_flops_per_token(w) * w.sequence_length * _micro(w)
     if w.flops_per_sample:
-        return w.flops_per_sample * w.batch_size
+        return w.flops_per_sample * _micro(w)
     return None
 
 
@@ -115,13 +121,17 @@ def _traffic_per_flop(w: Workload) -> float | None:
     if w.kind != "transformer" or not w.flops_per_token or not w.sequence_length:
         return None
     try:
-        stored = activation_bytes(spec_from_workload(replace(w, batch_size=1)), checkpointing=False)
+        one = replace(w, batch_size=1, micro_batch=None)
+        stored = activation_bytes(spec_from_workload(one), checkpointing=False)
     except MemoryModelError:
         return None
     if stored <= 0:
         return None
     flops = training_flops_per_token(w) * w.sequence_length
-    return stored * TRAFFIC_PER_ACTIVATION_BYTE / flops
+    # The output logits count like any stored activation: eager frameworks up-cast them,
+    # take the log-softmax and its gradient in separate passes (the fit preferred this to
+    # counting them written and read once, as a fused loss would).
+    return stored * model_params().traffic_per_activation_byte / flops
 
 
 #: GPUs in one server: beyond it, gradients also cross the network between nodes.
@@ -154,9 +164,10 @@ PCIE_GENERATION = {
     "RDNA 4": 5,
 }
 #: Share of a step's compute the gradient exchange hides behind: DDP overlaps it with the
-#: backward pass (about 2/3 of the step); FSDP also prefetches the next layer's weights during
-#: the forward pass, so it can hide behind the whole step.
-OVERLAP = {"ddp": 2.0 / 3.0, "fsdp": 1.0}
+#: backward pass (about 2/3 of the step); FSDP gathers every layer's weights again at each
+#: micro-step, prefetching the next layer's while one computes (the model's ``fsdp_exposed``):
+#: short micro-steps leave it exposed (sharded fine-tuning with small micro-batches).
+DDP_OVERLAP = 2.0 / 3.0
 
 
 def link_bandwidth(peak: GpuPeak) -> tuple[float, str]:
@@ -195,15 +206,29 @@ def _sync_per_flop(
     trainable = w.trainable_parameters if w.trainable_parameters is not None else w.parameters
     width = 4.0 if w.precision in ("fp32", "tf32") else 2.0
     strategy = sharding(w, peak, gpus, rules)
-    passes = 2.0 if strategy == "ddp" else 3.0
-    volume = passes * trainable * width * (gpus - 1) / gpus
+    if strategy == "ddp":
+        # Gradient accumulation skips the all-reduce but at the last micro-step (no_sync).
+        step *= w.batch_size / _micro(w)
+    if strategy == "ddp":
+        volume = 2.0 * trainable * width  # ring all-reduce: reduce-scatter + all-gather
+    else:
+        # Every micro-step gathers every weight twice (forward, backward) at the weights' own
+        # width and reduce-scatters the trained gradients.
+        base = (w.base_bits or width * 8) / 8 if w.trainable_parameters is not None else width
+        volume = 2.0 * w.parameters * base + trainable * width
+    volume *= (gpus - 1) / gpus
     link, what = link_bandwidth(peak)
     seconds = volume / link
     if gpus > GPUS_PER_NODE:
         # Hierarchical: inside each server over its links, then 1/8 of it across the network.
         seconds += volume / GPUS_PER_NODE / (rules.network_gbs_per_gpu * 1e9)
         what = f"{what} and {rules.network_gbs_per_gpu:g} GB/s per GPU between servers"
-    exposed = seconds - OVERLAP[strategy] * step * flop_s
+    compute = step * flop_s
+    if strategy == "ddp":
+        exposed = seconds - DDP_OVERLAP * compute
+    else:
+        # Prefetching hides the shorter of compute and communication, less a share of it.
+        exposed = max(0.0, seconds - compute) + model_params().fsdp_exposed * min(seconds, compute)
     if exposed <= 0:
         return None
     return (
@@ -220,62 +245,108 @@ def _gpu_estimate(
     rules: Rules,
     derate: float = 1.0,
     efficiency: float | None = None,
+    memory_bytes: int | None = None,
 ) -> Estimate | None:
-    """Time on ``gpus`` GPUs like ``peak``: a step takes the longest of its arithmetic (peak ×
-    efficiency), its memory traffic (bandwidth) and the host's kernel launches."""
+    """Time on ``gpus`` GPUs like ``peak``: a step's arithmetic (peak × efficiency) and its
+    memory traffic (bandwidth) overlap in part — the longer of the two plus the model's
+    ``overlap`` share of the shorter — and the host's kernel launches bound it from below; the
+    gradient exchange adds what the step cannot hide. Run as the memory plan for GPUs of
+    ``memory_bytes`` says: at its micro-batch, with checkpointing's recomputation where it
+    needs it."""
     rate = hardware_rate(peak, w.precision)
     if rate is None:
         return None
+    w, slower, why = _as_planned(w, memory_bytes, gpus, rules)
     eff = efficiency if efficiency is not None else default_efficiency(w, device_class)
-    if (
-        efficiency is None
-        and w.kind in VECTOR_EFFICIENCY
-        and not on_tensor_cores(peak, w.precision)
-    ):
-        eff = max(eff, VECTOR_EFFICIENCY[w.kind])
+    if efficiency is None and not on_tensor_cores(peak, w.precision):
+        vector = vector_efficiency(w)
+        if vector is not None:
+            eff = vector * width_factor(w)
     scale = 1 + (gpus - 1) * rules.multi_gpu_scaling
     eff = min(1.0, eff)
     compute_s = 1.0 / (rate * derate * eff)  # per FLOP
-    bounds: list[tuple[float, str]] = []
-    per_flop = _traffic_per_flop(w)
-    if per_flop and peak.bandwidth_gbs:
-        memory_s = per_flop / (peak.bandwidth_gbs * 1e9 * ACHIEVED_BANDWIDTH_FRACTION)
-        step = _step_flops(w)
-        moved = (
-            f"about {per_flop * step / w.batch_size / 1e9:.2g} GB moved per sample" if step else ""
-        )
-        bounds.append(
-            (
-                memory_s,
-                f"memory-bound: {moved} at {ACHIEVED_BANDWIDTH_FRACTION:.0%} of "
-                f"{peak.bandwidth_gbs:,.0f} GB/s",
-            )
-        )
+    p = model_params()
+    bound = ""
     step = _step_flops(w)
+    per_flop = _traffic_per_flop(w)
+    gpu_s = compute_s
+    if per_flop and peak.bandwidth_gbs:
+        memory_s = per_flop / (peak.bandwidth_gbs * 1e9)
+        gpu_s = max(compute_s, memory_s) + p.overlap * min(compute_s, memory_s)
+        if memory_s > compute_s:
+            moved = (
+                f"about {per_flop * step / _micro(w) / 1e9:.2g} GB moved per sample" if step else ""
+            )
+            bound = f"memory-bound: {moved} at {peak.bandwidth_gbs:,.0f} GB/s"
     if w.layers and step:
         kernels = w.layers * KERNELS_PER_LAYER
-        host_s = kernels * HOST_SECONDS_PER_KERNEL
-        bounds.append(
-            (
-                host_s / step,
-                f"launch-bound: {kernels:,} kernels per step of batch {w.batch_size} take "
-                f"the host about {host_s * 1e3:.2g} ms",
+        host_s = kernels * p.host_seconds_per_kernel
+        if host_s / step > gpu_s:
+            gpu_s = host_s / step
+            bound = (
+                f"launch-bound: {kernels:,} kernels per step of batch {_micro(w)} take "
+                f"the host about {host_s * 1e3:.2g} ms"
             )
-        )
-    bound = ""
-    slowest = max(bounds, default=None)
-    if slowest is not None and slowest[0] > compute_s:
-        eff *= compute_s / slowest[0]
-        bound = slowest[1]
+    eff *= compute_s / gpu_s
     sync = _sync_per_flop(w, peak, gpus, rules, 1.0 / (rate * derate * eff))
     if sync is not None:
         exposed, how = sync
         eff *= (1.0 / (rate * derate * eff)) / (1.0 / (rate * derate * eff) + exposed)
         bound = f"{bound}; {how}" if bound else how
-    est = estimate(w, rate_flops=rate * scale * derate, efficiency=eff)
+    if slower > 1:
+        eff /= slower
+        bound = f"{bound}; {why}" if bound else why
+    band = band_for(w.kind, device_class, w.parameters)
+    est = estimate(
+        w,
+        rate_flops=rate * scale * derate,
+        efficiency=eff,
+        band=band,
+        **whole_run(w, rules),
+    )
     if bound:
         est = Estimate(est.seconds, est.low_seconds, est.high_seconds, f"{est.basis}; {bound}")
     return est
+
+
+def whole_run(w: Workload, rules: Rules) -> dict[str, float]:
+    """What a run adds to its steps: the rules' start-up, the workload's (else the rules')
+    evaluation share."""
+    share = w.eval_fraction if w.eval_fraction is not None else rules.eval_fraction
+    return {"startup_seconds": startup_seconds(w, rules), "eval_fraction": share}
+
+
+def startup_seconds(w: Workload, rules: Rules) -> float:
+    """The rules' start-up plus reading the model's 16-bit weights."""
+    load = 2.0 * w.parameters / (rules.load_gbs * 1e9) if rules.startup_seconds else 0.0
+    return rules.startup_seconds + load
+
+
+def _as_planned(
+    w: Workload, memory_bytes: int | None, gpus: int, rules: Rules
+) -> tuple[Workload, float, str]:
+    """``w`` at the micro-batch its memory plan runs, how much slower a step is for the plan's
+    checkpointing and a 4-bit base, and why."""
+    plan = memory_plan(w, memory_bytes, gpus, rules) if memory_bytes else None
+    checkpointing = w.gradient_checkpointing
+    if plan is not None and plan.fits and plan.batch_size:
+        checkpointing = plan.checkpointing
+        if plan.batch_size < _micro(w):
+            w = replace(w, micro_batch=plan.batch_size)
+    elif plan is not None:
+        # It does not fit: timed as the last resort would run (batch 1, checkpointing where
+        # allowed), so that more memory never makes a time longer.
+        checkpointing = plan.checkpointing
+        w = replace(w, micro_batch=1)
+    slower, why = 1.0, []
+    if checkpointing:
+        factor = recompute_factor(w)
+        slower *= factor
+        why.append(f"checkpointing recomputes the forward pass (+{factor - 1:.0%} compute)")
+    if w.method == "qlora":
+        slower *= QLORA_SLOWDOWN
+        why.append(f"the 4-bit base is dequantized at every pass (×{QLORA_SLOWDOWN:g})")
+    return w, slower, "; ".join(why)
 
 
 def _spec(w: Workload, gpus: int, rules: Rules, strategy: str | None = None) -> MemorySpec:
@@ -330,16 +401,23 @@ def _classical(w: Workload, cores: int) -> Estimate:
     return estimate_cpu_work(w, cores=max(1, cores))
 
 
-def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candidate") -> Rate:
-    """The time to train on a ladder rung (catalog peaks × documented efficiencies)."""
+def candidate_rate(
+    w: Workload, c: Candidate, rules: Rules, origin: str = "candidate", *, planned: bool = True
+) -> Rate:
+    """The time to train on a ladder rung (catalog peaks × documented efficiencies), run as
+    its memory plan says (``planned``; a measured run, as it was configured)."""
     if c.role == "cpu":
         cores = c.cores or 1
         if w.kind == "classical":
             cpu_est = _classical(w, cores)
         else:
-            gflops = cpu_peak_gflops(cores, c.clock_mhz, c.flops_per_cycle)
+            gflops = cpu_peak_gflops(cores, c.clock_mhz, c.flops_per_cycle, c.sockets)
             cpu_est = estimate(
-                w, rate_flops=(gflops or 1.0) * 1e9, efficiency=default_efficiency(w, "cpu")
+                w,
+                rate_flops=(gflops or 1.0) * 1e9,
+                efficiency=default_efficiency(w, "cpu"),
+                band=band_for(w.kind, "cpu", w.parameters),
+                **whole_run(w, rules),
             )
         cpu_memory = int((c.memory_gb or 0) * GIB)
         return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory, cores=c.cores)
@@ -357,7 +435,9 @@ def candidate_rate(w: Workload, c: Candidate, rules: Rules, origin: str = "candi
             notes=["classical ML runs on the CPU"],
             gpu=peak.name,
         )
-    est = _gpu_estimate(w, peak, c.gpus, c.device_class, rules)
+    est = _gpu_estimate(
+        w, peak, c.gpus, c.device_class, rules, memory_bytes=memory if planned else None
+    )
     return Rate(c.title, origin, c.gpus, est, memory, memory, gpu=peak.name)
 
 
@@ -366,7 +446,7 @@ def _no_estimate(title: str, memory: int | None, why: str) -> Rate:
     return Rate(title, "this-machine", 0, None, memory, memory, notes=[why])
 
 
-def _this_cpu(w: Workload, profile: Profile) -> Rate:
+def _this_cpu(w: Workload, profile: Profile, rules: Rules) -> Rate:
     cpu = profile.cpu
     bench = profile.benchmarks
     known = cpu.usable_cpus.value or cpu.logical_cores.value or (bench.threads if bench else None)
@@ -424,7 +504,13 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
             title,
             "this-machine",
             0,
-            estimate(w, rate_flops=rate, efficiency=eff),
+            estimate(
+                w,
+                rate_flops=rate,
+                efficiency=eff,
+                band=band_for(w.kind, "cpu", w.parameters),
+                **whole_run(w, rules),
+            ),
             memory,
             memory,
             calibrated=True,
@@ -432,13 +518,25 @@ def _this_cpu(w: Workload, profile: Profile) -> Rate:
         )
     if matmul is not None:
         note = f"measured {matmul.m.precision} matmul {matmul.gflops:,.0f} GFLOP/s"
-        est = estimate(w, rate_flops=matmul.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+        est = estimate(
+            w,
+            rate_flops=matmul.gflops * 1e9,
+            efficiency=default_efficiency(w, "cpu"),
+            band=band_for(w.kind, "cpu", w.parameters),
+            **whole_run(w, rules),
+        )
         notes = [n for n in (note, scaled_note) if n]
         return Rate(title, "this-machine", 0, est, memory, memory, calibrated=True, notes=notes)
-    details = cpu_peak_details(cpu)
+    details = cpu_training_peak(cpu)
     if details.gflops is None:
         return _no_estimate(title, memory, "CPU peak unknown and no measurement")
-    est = estimate(w, rate_flops=details.gflops * 1e9, efficiency=default_efficiency(w, "cpu"))
+    est = estimate(
+        w,
+        rate_flops=details.gflops * 1e9,
+        efficiency=default_efficiency(w, "cpu"),
+        band=band_for(w.kind, "cpu", w.parameters),
+        **whole_run(w, rules),
+    )
     if set_aside:
         notes = [f"CPU peak formula × default efficiency; {set_aside}"]
     elif bench is None:
@@ -512,7 +610,9 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
             f"GPU memory from the catalog ({peak.memory_gb:g} GB per {peak.name}): the profile "
             "does not give it"
         )
-    est = _gpu_estimate(w, peak, count, _device_class(peak), rules, derate=derate)
+    est = _gpu_estimate(
+        w, peak, count, _device_class(peak), rules, derate=derate, memory_bytes=memory
+    )
     return Rate(
         title,
         "this-machine",
@@ -556,7 +656,7 @@ def _this_apple_gpu(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
             memory,
             notes=[f"{chip!r} has no GPU figures in the catalog: no estimate"],
         )
-    est = _gpu_estimate(w, peak, 1, "consumer-gpu", rules)
+    est = _gpu_estimate(w, peak, 1, "consumer-gpu", rules, memory_bytes=memory)
     note = (
         f"Apple GPU: catalog peak × the consumer-GPU efficiency; it shares "
         f"{APPLE_GPU_MEMORY_SHARE:.0%} of the unified memory"
@@ -565,7 +665,7 @@ def _this_apple_gpu(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
 
 
 def this_machine_rates(w: Workload, profile: Profile, rules: Rules) -> list[Rate]:
-    rates = [_this_cpu(w, profile)]
+    rates = [_this_cpu(w, profile, rules)]
     gpu = _this_gpus(w, profile, rules) or _this_apple_gpu(w, profile, rules)
     if gpu is not None:
         rates.append(gpu)

@@ -41,6 +41,7 @@ __all__ = [
     "cpu_peak_details",
     "cpu_peak_from_profile",
     "cpu_peak_gflops",
+    "cpu_training_peak",
     "efficiency",
     "find_gpu_by_pci_id",
     "find_gpu_by_target",
@@ -673,13 +674,61 @@ def flops_per_cycle(
     return None, f"no FLOP/cycle figures for {architecture} CPUs"
 
 
-def cpu_peak_gflops(cores: int | None, clock_mhz: float | None, fpc: int | None) -> float | None:
-    """cores x clock x FLOP/cycle in GFLOP/s, or ``None`` when any part is unknown."""
+def cpu_peak_gflops(
+    cores: int | None, clock_mhz: float | None, fpc: int | None, sockets: int = 1
+) -> float | None:
+    """cores x clock x FLOP/cycle in GFLOP/s, or ``None`` when any part is unknown. Across
+    several sockets the cores count sub-linearly: each socket beyond the first adds the model's
+    ``socket_scaling`` of one (memory traffic between sockets)."""
     if cores is None or clock_mhz is None or fpc is None:
         return None
     if cores <= 0 or fpc <= 0 or not math.isfinite(clock_mhz) or clock_mhz <= 0:
         return None
-    return cores * clock_mhz * fpc / 1000.0
+    gflops = cores * clock_mhz * fpc / 1000.0
+    if sockets > 1:
+        from hwadvisor.catalog.model import model_params
+
+        gflops *= (1 + (sockets - 1) * model_params().socket_scaling) / sockets
+    return gflops
+
+
+#: Where only the maximum (single-core turbo) clock is known, the clock all cores hold under
+#: vector load is taken as this share of it; where the base clock is known, it is used: the one
+#: convention of the calibration table (its CPU rows give the base clock) and of the advice.
+ALL_CORE_SHARE = 0.85
+
+
+def cpu_training_peak(cpu: CpuInfo) -> CpuPeak:
+    """The FP32 peak the advice's CPU estimates rest on: usable cores × the base clock (or 85 %
+    of the maximum where the base is unknown) × FLOP/cycle, sockets counted sub-linearly."""
+    cores, core_note = _usable_cores(cpu)
+    base, top = cpu.base_frequency_mhz.value, cpu.max_frequency_mhz.value
+    clock = base or (top * ALL_CORE_SHARE if top else None)
+    isa = cpu.isa_features.value or []
+    fpc, why = flops_per_cycle(isa, cpu.architecture.value, cpu.microarchitecture.value)
+    sockets = cpu.sockets.value or 1
+    gflops = cpu_peak_gflops(cores, clock, fpc, sockets)
+    if gflops is None:
+        basis = "unknown " + " and ".join(
+            label
+            for label, value in (("core count", cores), ("clock", clock), ("FLOP/cycle", fpc))
+            if not value
+        )
+    else:
+        which = "base clock" if base else f"{ALL_CORE_SHARE:.0%} of the maximum clock"
+        basis = f"{cores} cores × {clock:.0f} MHz ({which}) × {fpc} FLOP/cycle ({why})"
+        if sockets > 1:
+            basis += f"; {sockets} sockets, each beyond the first counted at a share"
+        if core_note:
+            basis += f"; {core_note}"
+    return CpuPeak(
+        gflops=None if gflops is None else round(gflops, 1),
+        basis=basis,
+        cores=cores,
+        clock_mhz=clock,
+        flops_per_cycle=fpc,
+        clock_is_nominal=bool(base),
+    )
 
 
 @dataclass(frozen=True)

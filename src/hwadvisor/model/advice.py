@@ -25,6 +25,13 @@ class WorkloadSummary(StrictModel):
     """Training memory: weights, gradients, optimizer states and one batch's activations."""
     source: str = ""
     notes: str = ""
+    training: str | None = None
+    """How it is trained where not plain full training with AdamW ("QLoRA, rank 16 on a 4-bit
+    base (40M trained parameters); paged AdamW 8-bit")."""
+    shape_assumed: str | None = None
+    """The transformer shape the advice assumed because none was given, said in full."""
+    times: str = ""
+    """What every time includes and what its range means."""
 
 
 class ScenarioInfo(StrictModel):

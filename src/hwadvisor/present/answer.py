@@ -315,6 +315,8 @@ class Answer:
     tone: str
     assumed: list[str]
     workload: str
+    description: str
+    """The workload in a line, with how it is trained where not plain full training."""
     scenario: str
     recommendation_label: str
     recommendation: str
@@ -337,6 +339,9 @@ def answer(advice: Advice) -> Answer:
         tone=tone,
         assumed=assumed_lines(advice),
         workload=f"{advice.workload.name}: {advice.workload.description}",
+        description="; ".join(
+            x for x in (advice.workload.description, advice.workload.training) if x
+        ),
         scenario=(
             f"Needs: {scenario_name(s.id, s.title)}, within {deadline_text(advice)} "
             f"({s.confidence} confidence)"

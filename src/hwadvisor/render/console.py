@@ -839,7 +839,7 @@ def _headline(advice: Advice, profile: Profile | None) -> list[RenderableType]:
     out: list[RenderableType] = [Flow(Text(line, style="bold")) for line in a.assumed]
     out += [
         Flow(Text(a.verdict, style=style)),
-        Flow(Text("  " + advice.workload.description, style="dim"), indent=2),
+        Flow(Text("  " + a.description, style="dim"), indent=2),
         Flow(Text(_named(a.scenario)), indent=2),
         Flow(
             Text.assemble((f"{a.recommendation_label}: ", "bold"), (a.recommendation, "bold")),
@@ -995,6 +995,8 @@ def _trace_table(advice: Advice) -> Table:
 def _details(advice: Advice) -> list[RenderableType]:
     notes = _Notes()
     out: list[RenderableType] = [_time_table(advice, notes), *notes.lines()]
+    if advice.workload.times:
+        out.append(Flow(Text(advice.workload.times, style="dim"), indent=2))
     a = answer(advice)
     if a.costs and a.tone == "good":
         # The headline of a machine that is enough leaves the costs out: they are here.
