@@ -21,7 +21,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from hwadvisor import __version__
-from hwadvisor.cliopts import DeadlineOpt, KwhOpt, QuietOpt
+from hwadvisor.cliopts import (
+    BaseBitsOpt,
+    CheckpointingOpt,
+    DeadlineOpt,
+    EvalOpt,
+    KwhOpt,
+    LoraRankOpt,
+    MethodOpt,
+    MicroBatchOpt,
+    OptimizerOpt,
+    QuietOpt,
+    VocabOpt,
+)
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
 
@@ -536,6 +548,7 @@ def _advice_request(
     kwh_price: float | None = None,
     *,
     need_workload: bool = True,
+    training: Any = None,
 ) -> _AdviceRequest:
     from hwadvisor.advise import (
         builtin_prices,
@@ -557,6 +570,12 @@ def _advice_request(
                 "name a workload: --workload NAME (see `hwadvisor workloads`), "
                 "or describe one with --params and --flops-per-sample/--tokens"
             )
+        if training is not None and training.given:
+            if chosen is None:
+                raise UsageError("--method and the other training options need a workload")
+            from hwadvisor.methods import with_training
+
+            chosen = with_training(chosen, training)
     except WorkloadError as exc:
         raise UsageError(str(exc)) from exc
     assume = [(resolve_gpu(name), gpus) for name in assume_gpu or []]
@@ -681,6 +700,14 @@ def advise(
             help="Custom: activation memory per sample in bytes, where the shape is not given.",
         ),
     ] = None,
+    method: MethodOpt = None,
+    lora_rank: LoraRankOpt = None,
+    base_bits: BaseBitsOpt = None,
+    optimizer: OptimizerOpt = None,
+    checkpointing: CheckpointingOpt = None,
+    vocab_size: VocabOpt = None,
+    micro_batch: MicroBatchOpt = None,
+    eval_fraction: EvalOpt = None,
     assume_gpu: AssumeGpuOpt = None,
     gpus: GpusOpt = 1,
     rules: RulesOpt = None,
@@ -732,8 +759,20 @@ def advise(
             "--layers/--hidden/--heads/--seq-len/--activation-bytes describe a "
             "custom workload: give --params too"
         )
+    from hwadvisor.methods import TrainingOptions
+
+    training = TrainingOptions(
+        method=method,
+        lora_rank=lora_rank,
+        base_bits=base_bits,
+        optimizer=optimizer,
+        checkpointing=checkpointing,
+        micro_batch=micro_batch,
+        eval_fraction=_finite_number("--eval-fraction", eval_fraction),
+        vocab_size=vocab_size,
+    )
     request = _advice_request(
-        workload, custom, assume_gpu, gpus, rules, prices, deadline, kwh_price
+        workload, custom, assume_gpu, gpus, rules, prices, deadline, kwh_price, training=training
     )
     profile = import_file(profile_path) if profile_path is not None else _default_profile()
     result = request.run(profile)

@@ -82,11 +82,88 @@ KwhOpt = Annotated[
     ),
 ]
 
+# How the job is trained: with a preset (-w) they change it, with --params they describe it.
+MethodOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at run time (Python 3.10)
+    typer.Option(
+        "--method",
+        metavar="full|lora|qlora",
+        help="How the model is trained: every weight (full), LoRA adapters on a frozen 16-bit "
+        "base, or QLoRA (a 4-bit base). Default: the preset's, else full.",
+    ),
+]
+LoraRankOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--lora-rank", metavar="R", help="LoRA/QLoRA adapter rank (default 16)."),
+]
+BaseBitsOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--base-bits",
+        metavar="16|8|4",
+        help="Bits per frozen base weight with --method lora (QLoRA's are 4).",
+    ),
+]
+OptimizerOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--optimizer",
+        metavar="NAME",
+        help="adamw (default), adamw-8bit, sgd (with momentum) or paged-adamw-8bit (states in "
+        "host memory).",
+    ),
+]
+CheckpointingOpt = Annotated[
+    Optional[bool],  # noqa: UP045
+    typer.Option(
+        "--checkpointing/--no-checkpointing",
+        help="Gradient checkpointing on (recompute activations: less memory, about a third "
+        "more compute) or never. Default: turned on only where the job needs it to fit "
+        "(transformers; conv presets that have the switch).",
+        show_default=False,
+    ),
+]
+VocabOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--vocab-size",
+        metavar="N",
+        help="Language model vocabulary (its logits take memory). Default 50,257 under 1B "
+        "parameters, 32,000 from 1B.",
+    ),
+]
+MicroBatchOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--micro-batch",
+        metavar="N",
+        help="Samples per GPU per pass, where fewer than --batch-size (the rest is gradient "
+        "accumulation).",
+    ),
+]
+EvalOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--eval-fraction",
+        metavar="F",
+        help="Share of the training time spent evaluating and saving checkpoints (default "
+        "0.05, from the rules file).",
+    ),
+]
+
 __all__ = [
     "MAX_DEADLINE_HOURS",
+    "BaseBitsOpt",
+    "CheckpointingOpt",
     "DeadlineOpt",
+    "EvalOpt",
     "KwhOpt",
+    "LoraRankOpt",
+    "MethodOpt",
+    "MicroBatchOpt",
+    "OptimizerOpt",
     "QuietOpt",
+    "VocabOpt",
     "parse_deadline",
     "parse_kwh",
 ]

@@ -1,0 +1,98 @@
+"""Jobs as practitioners know them, through the advice's own path: what hwadvisor answers.
+
+Prints one line per case — the job as a user types it, the hardware, hwadvisor's answer, what
+practice says — and the small CNN's GPU-over-CPU speed-up (target 10-40x; the source material
+measured 13.8-28x). Exits 1 with --strict when a case disagrees.
+
+    python benchmarks/practice_cases.py [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hwadvisor.advise import advise, resolve_gpu
+from hwadvisor.methods import TrainingOptions, with_training
+from hwadvisor.model.facts import Fact
+from hwadvisor.model.load import load_profile
+from hwadvisor.model.profile import Profile
+from hwadvisor.workloads import Workload, custom_workload, get_workload, with_epochs
+
+PROFILE = (
+    Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "reports" / "cpu-only.json"
+)
+
+
+def _typed(params: float, tokens: float, **options: object) -> Workload:
+    w = custom_workload(parameters=int(params), tokens=int(tokens), batch_size=16)
+    return with_training(w, TrainingOptions(**options))  # type: ignore[arg-type]
+
+
+def _fits(w: Workload, card: str, count: int = 1) -> bool | None:
+    advice = advise(load_profile(PROFILE), w, assume=[(resolve_gpu(card), count)])
+    return advice.assumed[0].fits_memory
+
+
+def _desktop() -> Profile:
+    """A Ryzen 5 5600X as a scan without benchmarks sees it."""
+    p = load_profile(PROFILE)
+    c = p.cpu
+    src = "procfs"
+    c.model_name = Fact[str](value="AMD Ryzen 5 5600X 6-Core Processor", source=src)
+    c.physical_cores, c.logical_cores = (
+        Fact[int](value=6, source=src),
+        Fact[int](value=12, source=src),
+    )
+    c.usable_cpus = Fact[int](value=12, source=src)
+    c.base_frequency_mhz = Fact[float](value=3700.0, source=src)
+    c.max_frequency_mhz = Fact[float](value=4650.0, source=src)
+    c.microarchitecture = Fact[str](value="Zen 3", source=src)
+    c.isa_features = Fact[list[str]](value=["avx", "avx2", "fma"], source=src)
+    p.benchmarks = None
+    return p
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--strict", action="store_true")
+    args = parser.parse_args()
+    qlora7 = _typed(6.74e9, 2e7, method="qlora", optimizer="paged-adamw-8bit")
+    qlora70 = _typed(69e9, 2e7, method="qlora", optimizer="paged-adamw-8bit")
+    full7 = _typed(6.74e9, 1e8)
+    sd15 = get_workload("sd15-finetune")
+    cases: list[tuple[str, object, object]] = [
+        ("7B QLoRA (--method qlora) on a 16 GB T4: fits", _fits(qlora7, "T4"), True),
+        ("70B QLoRA on one 48 GB RTX A6000: fits", _fits(qlora70, "RTX A6000"), True),
+        ("7B full fine-tune on one 80 GB H100: does not fit", _fits(full7, "H100 SXM"), False),
+        ("7B full fine-tune on 8x H100, sharded: fits", _fits(full7, "H100 SXM", 8), True),
+        (
+            "13B full fine-tune, 300M tokens, 24 h: class 3 (one 8-GPU machine)",
+            advise(load_profile(PROFILE), _typed(13e9, 3e8)).scenario.id,
+            3,
+        ),
+        ("SD 1.5 fine-tune on a 24 GB RTX 4090: fits", _fits(sd15, "RTX 4090"), True),
+    ]  # fmt: skip
+    bad = 0
+    for label, got, want in cases:
+        ok = got == want
+        bad += not ok
+        print(f"{'ok  ' if ok else 'MISS'} {label}: hwadvisor says {got}")
+    small = with_epochs(get_workload("small-cnn"), 2000)  # the steps, not the start-up
+    advice = advise(_desktop(), small, assume=[(resolve_gpu("RTX 3070"), 1)])
+    cpu = next(e for e in advice.estimates if e.origin == "this-machine" and not e.gpus)
+    gpu = next(e for e in advice.estimates if e.origin == "assumed")
+    assert cpu.seconds and gpu.seconds
+    speedup = cpu.seconds / gpu.seconds
+    ok = 10 <= speedup <= 40
+    bad += not ok
+    print(
+        f"{'ok  ' if ok else 'MISS'} small CNN, RTX 3070 over a 6-core desktop CPU: "
+        f"{speedup:.1f}x (target 10-40x; measured 13.8-28x)"
+    )
+    return 1 if args.strict and bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
