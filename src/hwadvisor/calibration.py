@@ -54,6 +54,7 @@ from hwadvisor.workloads import (
     check_workload,
     custom_workload,
     get_workload,
+    without_shape,
 )
 
 __all__ = [
@@ -355,17 +356,9 @@ def calibration_workload(row: CalibrationRow, *, as_typed: bool = False) -> Work
         if w.kind != "transformer":
             return w
         bare = replace(
-            w,
-            layers=None,
-            hidden=None,
-            heads=None,
-            vocab_size=None,
-            sequence_length=None,
-            flash_attention=False,
-            shape_assumed=False,
+            without_shape(w, keep_length=False),
             gradient_checkpointing=False,
-            flops_per_token=(w.flops_per_token or 0.0) if w.flops_per_token else None,
-            activation_bytes_per_token=None,
+            flops_per_token=w.flops_per_token or None,
         )
         return assume_shape(bare)
     try:

@@ -70,6 +70,7 @@ __all__ = [
     "vector_efficiency",
     "width_factor",
     "with_epochs",
+    "without_shape",
 ]
 
 WORKLOADS_RESOURCE = "workloads.toml"
@@ -708,6 +709,22 @@ def assume_shape(w: Workload) -> Workload:
         vocab_size=vocab,
         flash_attention=True if not w.has_shape else w.flash_attention,
         shape_assumed=True,
+    )
+
+
+def without_shape(w: Workload, *, keep_length: bool = True) -> Workload:
+    """``w`` as people type it: no layers, hidden size or heads (and, unless ``keep_length``,
+    no sequence length, vocabulary, activation figure or fused attention): what
+    :func:`assume_shape` then fills in."""
+    bare = replace(w, layers=None, hidden=None, heads=None, shape_assumed=False)
+    if keep_length:
+        return bare
+    return replace(
+        bare,
+        vocab_size=None,
+        sequence_length=None,
+        flash_attention=False,
+        activation_bytes_per_token=None,
     )
 
 

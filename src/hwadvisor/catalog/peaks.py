@@ -701,24 +701,46 @@ ALL_CORE_SHARE = 0.85
 def cpu_training_peak(cpu: CpuInfo) -> CpuPeak:
     """The FP32 peak the advice's CPU estimates rest on: usable cores × the base clock (or 85 %
     of the maximum where the base is unknown) × FLOP/cycle, sockets counted sub-linearly."""
-    cores, core_note = _usable_cores(cpu)
     base, top = cpu.base_frequency_mhz.value, cpu.max_frequency_mhz.value
-    clock = base or (top * ALL_CORE_SHARE if top else None)
+    if base:
+        return _cpu_peak(cpu, base, "base clock", nominal=True, sockets=True)
+    clock = top * ALL_CORE_SHARE if top else None
+    return _cpu_peak(cpu, clock, f"{ALL_CORE_SHARE:.0%} of the maximum clock", sockets=True)
+
+
+def _cpu_peak(
+    cpu: CpuInfo,
+    clock: float | None,
+    which: str | None,
+    *,
+    nominal: bool = False,
+    sockets: bool = False,
+    note: str | None = None,
+) -> CpuPeak:
+    """usable cores × ``clock`` × FLOP/cycle (× the sockets' share where ``sockets``), with
+    the basis in words (``which`` says what the clock is)."""
+    cores, core_note = _usable_cores(cpu)
     isa = cpu.isa_features.value or []
     fpc, why = flops_per_cycle(isa, cpu.architecture.value, cpu.microarchitecture.value)
-    sockets = cpu.sockets.value or 1
-    gflops = cpu_peak_gflops(cores, clock, fpc, sockets)
+    count = (cpu.sockets.value or 1) if sockets else 1
+    gflops = cpu_peak_gflops(cores, clock, fpc, count)
     if gflops is None:
-        basis = "unknown " + " and ".join(
+        missing = [
             label
             for label, value in (("core count", cores), ("clock", clock), ("FLOP/cycle", fpc))
             if not value
-        )
+        ]
+        basis = f"unknown {' and '.join(missing)}"
+        if fpc is None:
+            basis += f" ({why})"
     else:
-        which = "base clock" if base else f"{ALL_CORE_SHARE:.0%} of the maximum clock"
-        basis = f"{cores} cores × {clock:.0f} MHz ({which}) × {fpc} FLOP/cycle ({why})"
-        if sockets > 1:
-            basis += f"; {sockets} sockets, each beyond the first counted at a share"
+        assert clock is not None
+        named = f" ({which})" if which else ""
+        basis = f"{cores} cores × {clock:.0f} MHz{named} × {fpc} FLOP/cycle ({why})"
+        if count > 1:
+            basis += f"; {count} sockets, each beyond the first counted at a share"
+        if note:
+            basis += f"; {note}"
         if core_note:
             basis += f"; {core_note}"
     return CpuPeak(
@@ -727,7 +749,7 @@ def cpu_training_peak(cpu: CpuInfo) -> CpuPeak:
         cores=cores,
         clock_mhz=clock,
         flops_per_cycle=fpc,
-        clock_is_nominal=bool(base),
+        clock_is_nominal=nominal,
     )
 
 
@@ -764,38 +786,14 @@ def _usable_cores(cpu: CpuInfo) -> tuple[int | None, str | None]:
 
 
 def cpu_peak_details(cpu: CpuInfo) -> CpuPeak:
-    """The FP32 peak of the CPU share this machine lets a job use, with how it was computed."""
-    cores, core_note = _usable_cores(cpu)
-    clock_is_nominal = False
-    clock = cpu.max_frequency_mhz.value
-    if not clock:
-        clock, clock_is_nominal = cpu.base_frequency_mhz.value, True
-    isa = cpu.isa_features.value or []
-    fpc, why = flops_per_cycle(isa, cpu.architecture.value, cpu.microarchitecture.value)
-    gflops = cpu_peak_gflops(cores, clock, fpc)
-    if gflops is None:
-        missing = [
-            label
-            for label, value in (("core count", cores), ("clock", clock), ("FLOP/cycle", fpc))
-            if not value
-        ]
-        basis = f"unknown {' and '.join(missing)}"
-        if fpc is None:
-            basis += f" ({why})"
-    else:
-        basis = f"{cores} cores × {clock:.0f} MHz × {fpc} FLOP/cycle ({why})"
-        if clock_is_nominal:
-            basis += "; base clock, turbo unknown"
-        if core_note:
-            basis += f"; {core_note}"
-    return CpuPeak(
-        gflops=None if gflops is None else round(gflops, 1),
-        basis=basis,
-        cores=cores,
-        clock_mhz=clock,
-        flops_per_cycle=fpc,
-        clock_is_nominal=clock_is_nominal,
-    )
+    """The FP32 datasheet peak of the CPU share this machine lets a job use — at the maximum
+    clock, what a measured matmul's share of peak is taken against — with how it was
+    computed. (Time estimates rest on :func:`cpu_training_peak`, at the base clock.)"""
+    top = cpu.max_frequency_mhz.value
+    if top:
+        return _cpu_peak(cpu, top, None)
+    base = cpu.base_frequency_mhz.value
+    return _cpu_peak(cpu, base, None, nominal=True, note="base clock, turbo unknown")
 
 
 def cpu_peak_from_profile(cpu: CpuInfo) -> tuple[float | None, str]:
