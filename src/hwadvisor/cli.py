@@ -1185,11 +1185,25 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_broken_pipe()
         return int(ExitStatus.OK)
     except Exception as exc:  # noqa: BLE001 - the one place where a bug becomes a message
+        if _database_interrupted(exc):
+            # DuckDB answers Ctrl-C inside a statement with its own exception.
+            return _interrupted()
         if debug:
             traceback.print_exc()
         _error(f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report it")
         return int(ExitStatus.ERROR)
     return int(ExitStatus.OK)
+
+
+def _database_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is DuckDB's "Query interrupted"."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        kind = type(seen)
+        if kind.__name__ == "InterruptException" and "duckdb" in kind.__module__:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _reader_left(exc: BaseException) -> bool:

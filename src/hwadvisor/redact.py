@@ -328,6 +328,7 @@ def _redact_one(profile: Profile, redactor: _Redactor) -> Profile:
 ROW_FIELDS = {
     "hostname": "hostname",
     "hostnames": "hostname",
+    "host_names": "hostname",
     "machine_id": "machine-id",
     "host_key": "machine-id",
     "gpu_uuid": "uuid",

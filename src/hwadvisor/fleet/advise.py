@@ -1,19 +1,23 @@
 """``fleet advise``: which machines of the fleet can train a workload, ranked by time-to-train.
 
 The advice engine runs once per distinct configuration (CPU model and usable CPUs, memory, GPU
-models and memory), on the member with the median measured figure: hosts that are the same
-hardware share one estimate, so 10,000 hosts of 40 configurations cost 40 runs, not 10,000.
-Outliers (a degraded GPU) are named beside their host, since the shared estimate flatters them.
+models, count and memory, driver branch), on the member with the median measured figure: hosts
+that are the same hardware share one estimate, so 10,000 hosts of 40 configurations cost 40
+runs, not 10,000. A host is never said to meet the workload while its latest scan has an error
+finding or a GPU health warning (uncorrected ECC errors, pending row remaps, Xid errors), nor
+while that scan is stale: it is ranked after the hosts that do, with why. Outliers (a degraded
+GPU) are named beside their host, since the shared estimate flatters them.
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from hwadvisor.errors import InputError
-from hwadvisor.fleet.queries import outliers
+from hwadvisor.fleet.queries import STALE_DAYS, outliers
 from hwadvisor.fleet.store import Fleet
 
 
@@ -32,23 +36,60 @@ class Ranked:
     """Hosts of the same configuration (this one included) that share the estimate."""
     outlier: str | None = None
     verdict: str = ""
-    """enough, not enough, or not confirmed (the advice's words)."""
+    """enough, not enough, not ready (a health finding) or not confirmed (stale, or the
+    advice's own)."""
+    held_back: list[str] = field(default_factory=list)
+    """Why a host that would meet it is not counted: its findings, or its scan's age."""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
+#: One configuration: every fact the estimate and the readiness depend on. (A list, not a
+#: comma-separated run of expressions: ``a, b AS config`` names only the last one.)
 _CONFIG = (
-    "coalesce(cpu_model, '?'), coalesce(cpu_usable_cpus, -1), "
+    "concat_ws(' | ', coalesce(cpu_model, '?'), coalesce(cpu_usable_cpus, -1), "
     "coalesce(memory_total_bytes // 1073741824, -1), coalesce(gpu_models, ''), "
-    "coalesce(gpu_vram_min_bytes, -1)"
+    "coalesce(gpu_count, 0), coalesce(gpu_vram_min_bytes // 1048576, -1), "
+    "coalesce(split_part(driver_version, '.', 1), ''))"
 )
+
+#: Warnings that say a GPU is unhealthy: a host with one does not meet a workload.
+HEALTH_WARNINGS = ("gpu-ecc-uncorrected", "gpu-memory-repair-pending")
+
+
+def _held_back(fleet: Fleet, now: datetime | None) -> dict[str, list[str]]:
+    """Host → why it is not counted: error findings, GPU health warnings, a stale scan."""
+    rows = fleet.query(
+        """SELECT h.host_key, list(f.title ORDER BY f.severity, f.id) AS titles
+           FROM hosts h JOIN findings f USING (scan_id)
+           WHERE f.severity = 'error' OR f.id IN (SELECT unnest(?))
+              OR (f.id LIKE 'gpu-xid-%' AND f.severity <> 'info')
+           GROUP BY h.host_key""",
+        [list(HEALTH_WARNINGS)],
+    )
+    out = {r["host_key"]: list(r["titles"]) for r in rows}
+    if now is not None:
+        old = fleet.query(
+            "SELECT host_key, effective_utc FROM hosts WHERE effective_utc < ?",
+            [now - timedelta(days=STALE_DAYS)],
+        )
+        for r in old:
+            days = (now - r["effective_utc"]).days
+            out.setdefault(r["host_key"], []).append(f"last scanned {days} days ago")
+    return out
 
 
 def rank(
-    fleet: Fleet, workload: Any, *, rules: Any = None, deadline_hours: float | None = None
+    fleet: Fleet,
+    workload: Any,
+    *,
+    rules: Any = None,
+    deadline_hours: float | None = None,
+    now: datetime | None = None,
 ) -> tuple[list[Ranked], int]:
-    """Every host with the estimate for ``workload``, best first; and the configurations run."""
+    """Every host with the estimate for ``workload``, best first; and the configurations run.
+    Hosts held back (findings, or a scan older than STALE_DAYS before ``now``) never meet it."""
     from hwadvisor.advise import advise
     from hwadvisor.model.load import parse_profile
 
@@ -69,6 +110,7 @@ def rank(
         FROM ranked GROUP BY config
         """
     )
+    held = _held_back(fleet, now)
     flagged: dict[str, str] = {}
     for o in outliers(fleet):
         worst = max(o.figures, key=lambda f: f["drop"])
@@ -88,6 +130,11 @@ def rank(
             continue
         this = advise(profile, workload, rules=rules, deadline_hours=deadline_hours).this_machine
         for key, name in zip(group["keys"], group["names"], strict=True):
+            why = held.get(key, [])
+            verdict = this.verdict
+            if why and this.sufficient:
+                stale_only = all(w.startswith("last scanned") for w in why)
+                verdict = "not confirmed" if stale_only else "not ready"
             out.append(
                 Ranked(
                     host_key=key,
@@ -97,16 +144,18 @@ def rank(
                     low_seconds=this.low_seconds,
                     high_seconds=this.high_seconds,
                     fits_memory=this.fits_memory,
-                    sufficient=this.sufficient,
+                    sufficient=this.sufficient and not why,
                     reasons=list(this.reasons),
                     shared_with=group["members"],
                     outlier=flagged.get(key),
-                    verdict=this.verdict,
+                    verdict=verdict,
+                    held_back=why,
                 )
             )
     out.sort(
         key=lambda r: (
             not r.sufficient,
+            bool(r.held_back),
             r.seconds is None,
             r.seconds or 0.0,
             r.hostname or r.host_key,

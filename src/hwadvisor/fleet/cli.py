@@ -105,6 +105,17 @@ def escape_text(text: str) -> str:
     return escape(text)
 
 
+#: Hosts named in one line of *Needs attention*; the rest are counted (--json lists them all).
+NAMED_HOSTS = 5
+
+
+def _named(names: list[Any], count: int) -> str:
+    """ "node-1, node-7 and 12 more": the hosts a finding is on, by name."""
+    shown = [str(n) for n in names[:NAMED_HOSTS]]
+    more = count - len(shown)
+    return ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
+
+
 def _err(text: str) -> None:
     typer.echo(text, err=True)
 
@@ -223,7 +234,9 @@ def print_summary(data: dict[str, Any]) -> None:
     con.print(table)
     attention: list[str] = []
     for f in data["findings"][:8]:
-        attention.append(f"{f['severity']}: {f['title']} ({f['id']}) on {_hosts(f['hosts'])}")
+        attention.append(
+            f"{f['severity']}: {f['title']} ({f['id']}) on {_named(f['host_names'], f['hosts'])}"
+        )
     for o in data["outliers"][:8]:
         worst = max(o["figures"], key=lambda f: f["drop"])
         attention.append(
@@ -370,7 +383,7 @@ def advise(
     rules = load_rules(None)
     hours = deadline if deadline is not None else rules.deadline_hours
     with fleet:
-        ranked, configs = rank(fleet, chosen, rules=rules, deadline_hours=hours)
+        ranked, configs = rank(fleet, chosen, rules=rules, deadline_hours=hours, now=_now())
     meeting = sum(r.sufficient for r in ranked)
     if as_json:
         doc = {
@@ -399,6 +412,8 @@ def advise(
             name += f" [yellow](outlier: {escape_text(r.outlier)})[/yellow]"
         hardware = r.hardware.removeprefix("this machine's ")
         meets = "[green]yes[/green]" if r.sufficient else "no"
+        if r.held_back:
+            meets = f"[red]{r.verdict}[/red]: {escape_text('; '.join(r.held_back))}"
         table.add_row(name, escape_text(hardware), when, fits, meets)
     con.print(table)
     if len(ranked) > limit:
@@ -454,11 +469,21 @@ def diff(
             con.print(escape_text(f"  {label}: {names}{more}"))
 
 
+def _is_database(path: Path) -> bool:
+    """Whether ``path`` is a DuckDB file, whatever its name (its header says "DUCK" at byte
+    8): ``old.db`` is a fleet, not a folder of one unreadable file."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(16)[8:12] == b"DUCK"
+    except OSError:
+        return False
+
+
 def _side(path: Path) -> Fleet:
     from hwadvisor.fleet.store import ingest as run_ingest
     from hwadvisor.fleet.store import open_fleet
 
-    if path.is_file() and path.suffix == ".duckdb":
+    if path.is_file() and (path.suffix == ".duckdb" or _is_database(path)):
         return open_fleet(path, create=False)
     fleet = open_fleet(None, create=True)
     try:

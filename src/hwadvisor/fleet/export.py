@@ -48,6 +48,28 @@ TABLES = {
 }
 
 
+#: A spreadsheet takes a cell starting with one of these as a formula (=HYPERLINK(…), +cmd…,
+#: @SUM…, -2+3): text cells that do are written with a leading apostrophe (OWASP's advice on
+#: CSV injection), which spreadsheets show as text and never evaluate.
+FORMULA_PATTERN = r"^[=+\-@\t\r]"
+
+
+def _defused(fleet: Fleet, sql: str) -> str:
+    """``sql`` with every text column's formula-like cells prefixed by an apostrophe."""
+    columns = fleet.con.execute(f"DESCRIBE ({sql})").fetchall()
+    parts = []
+    for name, kind, *_ in columns:
+        quoted = '"' + str(name).replace('"', '""') + '"'
+        if str(kind).upper() == "VARCHAR":
+            parts.append(
+                f"CASE WHEN regexp_matches({quoted}, '{FORMULA_PATTERN}') "
+                f"THEN chr(39) || {quoted} ELSE {quoted} END AS {quoted}"
+            )
+        else:
+            parts.append(quoted)
+    return f"SELECT {', '.join(parts)} FROM ({sql})"
+
+
 def export(fleet: Fleet, table: str, fmt: str, out: Path | None, *, force: bool = False) -> int:
     """Write ``table`` as ``fmt`` to ``out`` (``None``: stdout, CSV/NDJSON only); the row count."""
     if table not in TABLES:
@@ -56,6 +78,8 @@ def export(fleet: Fleet, table: str, fmt: str, out: Path | None, *, force: bool 
         raise UsageError(f"--format is one of {', '.join(FORMATS)}, not {fmt!r}")
     sql = TABLES[table]
     count = int(fleet.scalar(f"SELECT count(*) FROM ({sql})") or 0)
+    if fmt == "csv":
+        sql = _defused(fleet, sql)
     options = {"csv": "FORMAT csv, HEADER true", "parquet": "FORMAT parquet", "json": "FORMAT json"}
     if out is None:
         if fmt == "parquet":

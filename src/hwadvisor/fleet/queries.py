@@ -135,9 +135,13 @@ def summary(fleet: Fleet, now: datetime, stale_days: int = STALE_DAYS) -> dict[s
     gpu_hosts = "WHERE scan_id IN (SELECT scan_id FROM hosts)"
     finding_rows = fleet.query(
         """SELECT f.id, any_value(f.severity) AS severity, any_value(f.title) AS title,
-                  count(DISTINCT h.host_key) AS hosts
+                  count(DISTINCT h.host_key) AS hosts,
+                  list(DISTINCT coalesce(h.hostname, h.host_key)
+                       ORDER BY coalesce(h.hostname, h.host_key)) AS host_names
            FROM hosts h JOIN findings f USING (scan_id)
-           GROUP BY f.id ORDER BY hosts DESC, f.id"""
+           GROUP BY f.id
+           ORDER BY CASE any_value(f.severity) WHEN 'error' THEN 0 WHEN 'warning' THEN 1
+                    ELSE 2 END, hosts DESC, f.id"""
     )
     skipped = fleet.query(
         "SELECT reason, count(*) AS files FROM files WHERE status = 'skipped' "

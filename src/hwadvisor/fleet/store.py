@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -245,18 +246,25 @@ def load_file(item: tuple[str, int, int]) -> Loaded:
         text = read_input(Path(path))
     except InputError as exc:
         out.reason = _reason(exc, path)
+        # Not read (permissions, an I/O error): recorded without its size and time, so that
+        # the next ingest tries it again even if the file has not changed.
+        out.size, out.mtime_ns = -1, -1
         return out
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     out.scan_id = digest[:32]
     try:
         doc, origin, native = _document(text, path)
+        out.rows = flatten(doc, origin)
+        # A profile is stored as written; another tool's output as the profile it was read into.
+        stored = text if native else json.dumps(doc, separators=(",", ":"))
+        out.doc = zlib.compress(stored.encode("utf-8", "surrogatepass"), 1)
     except InputError as exc:
+        out.rows, out.doc = None, None
         out.reason = _reason(exc, path)
-        return out
-    out.rows = flatten(doc, origin)
-    # A profile is stored as written; another tool's output as the profile it was read into.
-    stored = text if native else json.dumps(doc, separators=(",", ":"))
-    out.doc = zlib.compress(stored.encode("utf-8", "surrogatepass"), 1)
+    except (ValueError, OverflowError, TypeError, KeyError, RecursionError) as exc:
+        # One odd file never stops a batch: it is skipped, with what went wrong.
+        out.rows, out.doc = None, None
+        out.reason = f"could not be read ({type(exc).__name__}: {_first_line(str(exc))[:100]})"
     return out
 
 
@@ -315,6 +323,17 @@ def walk(sources: Iterable[Path]) -> Iterator[tuple[str, int, int]]:
             if item and item[0] not in seen:
                 seen.add(item[0])
                 yield item
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def db_path(path: str) -> str:
+    """A file's path as the database keeps it and people see it: bytes that are not UTF-8 as
+    ``\\xff`` escapes, control characters (a terminal's escape sequences) as ``\\x1b``. The
+    file itself is still read by its real name."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _stat(path: Path) -> tuple[str, int, int] | None:
@@ -386,7 +405,7 @@ def ingest(
     todo: list[tuple[str, int, int]] = []
     for item in walk(sources):
         result.files += 1
-        if item[1] >= 0 and known.get(item[0]) == (item[1], item[2]):
+        if item[1] >= 0 and known.get(db_path(item[0])) == (item[1], item[2]):
             result.unchanged += 1
         else:
             todo.append(item)
@@ -510,12 +529,13 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
     dumps = json.dumps
     for item in items:
         loaded = load_file(item)
+        path = db_path(loaded.path)
         rows, sid = loaded.rows, loaded.scan_id
         if rows is None or sid is None:
             reason = loaded.reason or "unreadable"
-            chunk.files.append((loaded.path, loaded.size, loaded.mtime_ns, None, "skipped", reason))
+            chunk.files.append((path, loaded.size, loaded.mtime_ns, None, "skipped", reason))
             continue
-        chunk.files.append((loaded.path, loaded.size, loaded.mtime_ns, sid, "ok", None))
+        chunk.files.append((path, loaded.size, loaded.mtime_ns, sid, "ok", None))
         if sid in seen:
             continue
         seen.add(sid)
@@ -525,14 +545,14 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
             "scan_id": sid,
             "machine_id": rows.machine_id,
             "hostname": rows.hostname,
-            "machine_key": _machine_key(rows, loaded.path),
+            "machine_key": _machine_key(rows, path),
             "created_utc": _when(rows.created_utc),
             "effective_utc": _when(effective),
             "clock_note": note,
             "schema_version": rows.schema_version,
             "tool_version": rows.tool_version,
             "origin": rows.origin,
-            "path": loaded.path,
+            "path": path,
             "ingested_utc": _when(now),
             **rows.host,
             "doc": base64.b64encode(loaded.doc or b"").decode("ascii"),

@@ -113,6 +113,12 @@ def read_one(text: str, origin: str) -> tuple[Format, Imported]:
         raise InputError(f"{origin}: unreadable {kind.name}: {_one_line(str(exc))}") from exc
     except RecursionError as exc:
         raise InputError(f"{origin}: unreadable {kind.name}: nested too deeply") from exc
+    except (OverflowError, ValueError) as exc:
+        # A figure no machine has (10**400 bytes, a 5,000-digit number): refused, not a crash.
+        raise InputError(
+            f"{origin}: unreadable {kind.name}: a number out of any real range "
+            f"({_one_line(str(exc))[:80]})"
+        ) from exc
 
 
 def unknown_format_message(sample: Sample) -> str:

@@ -100,6 +100,9 @@ def profile_document(text: str) -> tuple[dict[str, Any], int]:
         ) from exc
     except RecursionError as exc:
         raise InputError("JSON nested too deeply to be a profile") from exc
+    except ValueError as exc:
+        # json refuses integers of over 4,300 digits: no machine wrote one.
+        raise InputError("a number of thousands of digits: not a measurement") from exc
     if not isinstance(data, dict) or "schema_version" not in data:
         raise InputError("not an hwadvisor profile (no schema_version)")
     version = data["schema_version"]
