@@ -241,3 +241,31 @@ def test_the_redacted_fleet_report_names_hosts_only_by_token(tmp_path: Path) -> 
         redacted = render_fleet_html(fleet, data, salt="s" * 32)
     assert "secret-db-07" in plain
     assert "secret-db-07" not in redacted and "GPU lost" in redacted
+
+
+def test_outliers_hold_at_ordinary_noise_and_find_what_was_planted(tmp_path: Path) -> None:
+    """1,000 healthy single-GPU hosts with a 2.5 % spread in every figure, three degraded GPUs
+    (every figure 20 % down) and one healthy host with one figure dipped 12 %: the three are
+    found, the dip is not, and at most one healthy host in 1,000 is flagged."""
+    import random
+
+    from hwadvisor.fleet.queries import outliers
+    from tests.helpers import fleet_synth as fs
+
+    rng = random.Random(11)
+    base = fs.template("single-gpu")
+    docs = [fs.make_host(base, i, rng, gpu_model=fs.GPU_MODELS[5]) for i in range(1003)]
+    planted = {"node-00100", "node-00500", "node-00900"}
+    for doc in docs:
+        if doc["host"]["hostname"]["value"] in planted:
+            fs.slow_down(doc, "cuda:0", 0.8)
+    dipped = docs[700]
+    gpu_figures = [m for m in dipped["benchmarks"]["measurements"] if m["device"] == "cuda:0"]
+    gpu_figures[0]["best"] = round(gpu_figures[0]["best"] * 0.88, 3)
+    fs.write(tmp_path / "p", iter(docs))
+    with open_fleet(None, create=True) as fleet:
+        ingest(fleet, [tmp_path / "p"], now=NOW)
+        flagged = {o.hostname for o in outliers(fleet)}
+    assert planted <= flagged
+    assert "node-00700" not in flagged
+    assert len(flagged - planted) <= 1

@@ -15,6 +15,10 @@ OUTLIER_SIGMAS = 4.5
 OUTLIER_MIN_DROP = 0.08
 #: ... in a group of at least this many identical devices (fewer say nothing about "normal").
 OUTLIER_MIN_GROUP = 5
+#: A device is an outlier when two or more of its figures are, or one is by this much: a
+#: degraded card or node is slow at everything, while one figure of a healthy device dips
+#: 9-12 % now and then in a fleet of thousands (2.5 % noise: one in a few hundred figures).
+OUTLIER_SINGLE_DROP = 0.20
 #: A host whose latest scan is older than this is stale.
 STALE_DAYS = 30
 
@@ -46,7 +50,8 @@ def outliers(
     min_group: int = OUTLIER_MIN_GROUP,
 ) -> list[Outlier]:
     """Devices whose trusted figures are well below the median of identical devices (same GPU
-    model, or same CPU model at the same thread count) across the hosts' latest scans."""
+    model, or same CPU model at the same thread count) across the hosts' latest scans: two
+    figures or more, or one by OUTLIER_SINGLE_DROP."""
     rows = fleet.query(
         """
         WITH m AS (
@@ -101,7 +106,10 @@ def outliers(
                 "group": r["n"],
             }
         )
-    return sorted(found.values(), key=lambda o: -o.worst_drop)
+    confirmed = [
+        o for o in found.values() if len(o.figures) >= 2 or o.worst_drop >= OUTLIER_SINGLE_DROP
+    ]
+    return sorted(confirmed, key=lambda o: -o.worst_drop)
 
 
 def stale(fleet: Fleet, now: datetime, days: int = STALE_DAYS) -> list[dict[str, Any]]:
