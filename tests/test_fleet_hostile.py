@@ -269,3 +269,31 @@ def test_outliers_hold_at_ordinary_noise_and_find_what_was_planted(tmp_path: Pat
     assert planted <= flagged
     assert "node-00700" not in flagged
     assert len(flagged - planted) <= 1
+
+
+def test_readers_never_write_the_database(tmp_path: Path, capsys: Any) -> None:
+    """summary, export, advise and diff open the database read-only: a backup, a snapshot or a
+    0444 file is read as it is, byte for byte unchanged."""
+    import hashlib
+
+    _named_hosts(tmp_path / "p", ["a", "b"])
+    db = tmp_path / "snap.duckdb"
+    assert main(["fleet", "ingest", str(tmp_path / "p"), "--db", str(db)]) == 0
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    db.chmod(0o444)
+    for command in (
+        ["fleet", "summary", "--db", str(db)],
+        ["fleet", "export", "--db", str(db), "--format", "ndjson"],
+        ["fleet", "advise", "--db", str(db), "-w", "tabular"],
+        ["fleet", "diff", str(db), str(db)],
+    ):
+        assert main(command) == 0, command
+    capsys.readouterr()
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    from hwadvisor.fleet.store import open_fleet as _open
+
+    with (
+        _open(db, create=False, read_only=True) as fleet,
+        pytest.raises(Exception, match="read-only"),
+    ):
+        fleet.con.execute("CREATE TABLE t (x INTEGER)")

@@ -484,7 +484,7 @@ def _side(path: Path) -> Fleet:
     from hwadvisor.fleet.store import open_fleet
 
     if path.is_file() and (path.suffix == ".duckdb" or _is_database(path)):
-        return open_fleet(path, create=False)
+        return open_fleet(path, create=False, read_only=True)
     fleet = open_fleet(None, create=True)
     try:
         run_ingest(fleet, [path])

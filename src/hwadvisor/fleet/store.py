@@ -147,8 +147,9 @@ class Fleet:
         return row[0] if row else None
 
 
-def open_fleet(path: Path | None, *, create: bool) -> Fleet:
-    """Open (or with ``create``, make) the database at ``path``; ``None`` is in memory."""
+def open_fleet(path: Path | None, *, create: bool, read_only: bool = False) -> Fleet:
+    """Open (or with ``create``, make) the database at ``path``; ``None`` is in memory.
+    ``read_only`` for the commands that only read (a backup, a snapshot, a 0444 file)."""
     duckdb = _duckdb()
     if path is not None:
         if not create and not path.exists():
@@ -160,8 +161,12 @@ def open_fleet(path: Path | None, *, create: bool) -> Fleet:
             raise InputError(f"{path}: is not a file: --db names the database file")
         if create and not path.parent.is_dir():
             raise OutputError(f"{path.parent}: no such folder for the fleet database")
+    # A reader opens read-only (a backup, a snapshot, a 0444 file); no extension is ever
+    # fetched or loaded behind the user's back (a SQLite file given as --db stays an error).
+    read_only = read_only and path is not None and not create
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
     try:
-        con = duckdb.connect(str(path) if path else ":memory:")
+        con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only, config=config)
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" in text.lower():
@@ -174,10 +179,14 @@ def open_fleet(path: Path | None, *, create: bool) -> Fleet:
         raise InputError(f"{path}: not a fleet database ({_first_line(str(exc))})") from exc
     fleet = Fleet(con, path)
     try:
-        _check_schema(fleet, create)
+        current = _check_schema(fleet, create, read_only=read_only)
     except BaseException:
         con.close()
         raise
+    if not current:
+        # An older fleet schema opened to read: upgraded once, in place.
+        con.close()
+        return open_fleet(path, create=True)
     return fleet
 
 
@@ -185,10 +194,13 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else "unknown error"
 
 
-def _check_schema(fleet: Fleet, create: bool) -> None:
+def _check_schema(fleet: Fleet, create: bool, *, read_only: bool = False) -> bool:
+    """Check the database is a fleet this version reads, and bring its schema up to date;
+    False where it is read-only and needs an upgrade (the caller reopens it to write)."""
     duckdb = _duckdb()
     where = fleet.path or "the fleet"
     tables = {row[0] for row in fleet.con.execute("SHOW TABLES").fetchall()}
+    version = 0
     if "fleet_meta" in tables:
         value = fleet.scalar("SELECT value FROM fleet_meta WHERE key = 'schema'")
         version = int(value) if value and str(value).isdigit() else 0
@@ -203,6 +215,8 @@ def _check_schema(fleet: Fleet, create: bool) -> None:
         raise InputError(f"{where}: a DuckDB database, but not an hwadvisor fleet database")
     elif not create:
         raise InputError(f"{where}: an empty database: run `hwadvisor fleet ingest` first")
+    if read_only:
+        return version == FLEET_SCHEMA
     try:
         fleet.con.execute("BEGIN TRANSACTION")
         for sql in _schema_sql():
@@ -214,6 +228,7 @@ def _check_schema(fleet: Fleet, create: bool) -> None:
     except duckdb.Error as exc:
         fleet.con.execute("ROLLBACK")
         raise OutputError(f"{where}: cannot be written ({_first_line(str(exc))})") from exc
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -627,4 +642,4 @@ def open_sources(sources: list[Path], db: Path | None) -> tuple[Fleet, IngestRes
         except BaseException:
             fleet.close()
             raise
-    return open_fleet(db, create=False), None
+    return open_fleet(db, create=False, read_only=True), None
