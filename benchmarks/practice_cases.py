@@ -13,45 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from hwadvisor.advise import advise, resolve_gpu
-from hwadvisor.methods import TrainingOptions, with_training
-from hwadvisor.model.facts import Fact
-from hwadvisor.model.load import load_profile
-from hwadvisor.model.profile import Profile
-from hwadvisor.workloads import Workload, custom_workload, get_workload, with_epochs
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-PROFILE = (
-    Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "reports" / "cpu-only.json"
-)
+from tests.helpers import practice  # noqa: E402
 
+from hwadvisor.advise import advise, resolve_gpu  # noqa: E402
+from hwadvisor.workloads import Workload, get_workload, with_epochs  # noqa: E402
 
-def _typed(params: float, tokens: float, **options: object) -> Workload:
-    w = custom_workload(parameters=int(params), tokens=int(tokens), batch_size=16)
-    return with_training(w, TrainingOptions(**options))  # type: ignore[arg-type]
+_typed, _desktop = practice.typed, practice.desktop_6_core
 
 
 def _fits(w: Workload, card: str, count: int = 1) -> bool | None:
-    advice = advise(load_profile(PROFILE), w, assume=[(resolve_gpu(card), count)])
+    advice = advise(practice.cpu_only(), w, assume=[(resolve_gpu(card), count)])
     return advice.assumed[0].fits_memory
-
-
-def _desktop() -> Profile:
-    """A Ryzen 5 5600X as a scan without benchmarks sees it."""
-    p = load_profile(PROFILE)
-    c = p.cpu
-    src = "procfs"
-    c.model_name = Fact[str](value="AMD Ryzen 5 5600X 6-Core Processor", source=src)
-    c.physical_cores, c.logical_cores = (
-        Fact[int](value=6, source=src),
-        Fact[int](value=12, source=src),
-    )
-    c.usable_cpus = Fact[int](value=12, source=src)
-    c.base_frequency_mhz = Fact[float](value=3700.0, source=src)
-    c.max_frequency_mhz = Fact[float](value=4650.0, source=src)
-    c.microarchitecture = Fact[str](value="Zen 3", source=src)
-    c.isa_features = Fact[list[str]](value=["avx", "avx2", "fma"], source=src)
-    p.benchmarks = None
-    return p
 
 
 def main() -> int:
@@ -69,7 +44,7 @@ def main() -> int:
         ("7B full fine-tune on 8x H100, sharded: fits", _fits(full7, "H100 SXM", 8), True),
         (
             "13B full fine-tune, 300M tokens, 24 h: class 3 (one 8-GPU machine)",
-            advise(load_profile(PROFILE), _typed(13e9, 3e8)).scenario.id,
+            advise(practice.cpu_only(), _typed(13e9, 3e8)).scenario.id,
             3,
         ),
         ("SD 1.5 fine-tune on a 24 GB RTX 4090: fits", _fits(sd15, "RTX 4090"), True),

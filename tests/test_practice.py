@@ -14,39 +14,12 @@ import pytest
 
 from hwadvisor.advise import advise, resolve_gpu
 from hwadvisor.memory import fit_verdict, memory_per_gpu, spec_from_workload
-from hwadvisor.methods import TrainingOptions, with_training
 from hwadvisor.model.advice import Advice
-from hwadvisor.model.facts import Fact
-from hwadvisor.model.load import load_profile
-from hwadvisor.model.profile import Profile
 from hwadvisor.workloads import Workload, custom_workload, get_workload, with_epochs
+from tests.helpers import practice
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
-
-
-def _cpu_only() -> Profile:
-    return load_profile(REPORTS / "cpu-only.json")
-
-
-def _desktop_6_core() -> Profile:
-    """A Ryzen 5 5600X desktop as a scan without benchmarks sees it: 6 Zen 3 cores with SMT,
-    AVX2 and FMA, 3.7 GHz base, 4.6 GHz boost, 32 GiB."""
-    profile = _cpu_only()
-    cpu = profile.cpu
-    cpu.model_name = Fact[str](value="AMD Ryzen 5 5600X 6-Core Processor", source="procfs")
-    cpu.physical_cores = Fact[int](value=6, source="procfs")
-    cpu.logical_cores = Fact[int](value=12, source="procfs")
-    cpu.usable_cpus = Fact[int](value=12, source="procfs")
-    cpu.base_frequency_mhz = Fact[float](value=3700.0, source="procfs")
-    cpu.max_frequency_mhz = Fact[float](value=4650.0, source="procfs")
-    cpu.microarchitecture = Fact[str](value="Zen 3", source="procfs")
-    cpu.architecture = Fact[str](value="x86_64", source="procfs")
-    cpu.isa_features = Fact[list[str]](value=["avx", "avx2", "fma", "sse4_2"], source="procfs")
-    cpu.sockets = Fact[int](value=1, source="procfs")
-    profile.memory.total_bytes = Fact[int](value=32 * 2**30, source="procfs")
-    profile.memory.cgroup_limit_bytes = Fact[int](value=None, source=None, reason="none")
-    profile.benchmarks = None
-    return profile
+_cpu_only, _desktop_6_core, _typed = practice.cpu_only, practice.desktop_6_core, practice.typed
 
 
 def _on(w: Workload, card: str, count: int = 1, deadline: float | None = None) -> Advice:
@@ -56,11 +29,6 @@ def _on(w: Workload, card: str, count: int = 1, deadline: float | None = None) -
 def _fits(advice: Advice) -> bool | None:
     (verdict,) = advice.assumed
     return verdict.fits_memory
-
-
-def _typed(params: float, tokens: float, **options: object) -> Workload:
-    w = custom_workload(parameters=int(params), tokens=int(tokens), batch_size=16)
-    return with_training(w, TrainingOptions(**options))  # type: ignore[arg-type]
 
 
 def test_llama2_7b_qlora_fits_a_16_gb_t4() -> None:
@@ -235,3 +203,17 @@ def test_same_die_geforce_and_pro_cards_train_alike(geforce: str, pro: str) -> N
         assert rate.estimate is not None
         seconds.append(rate.estimate.seconds)
     assert 0.8 <= seconds[0] / seconds[1] <= 1.4
+
+
+def test_a_micro_batch_keeps_the_batch_it_accumulates_to() -> None:
+    """llama3-8b-qlora runs micro-batches of 2, four to a batch of 8 (Unsloth's 2 × 4): a card
+    that holds only 1 at a time accumulates 8 of them, and says the batch of 8 is kept."""
+    w = get_workload("llama3-8b-qlora")
+    spec = spec_from_workload(w)
+    assert (spec.batch_size, spec.accumulation) == (2, 4)
+    roomy = fit_verdict(spec, 24 * 2**30)
+    assert roomy.kind == "fits" and roomy.accumulation == 4
+    states = memory_per_gpu(replace(spec, batch_size=1)).total
+    tight = fit_verdict(spec, (states + 1) / spec.usable_fraction)
+    assert (tight.batch_size, tight.accumulation) == (1, 8)
+    assert "gradient accumulation ×8 keeps the effective batch of 8" in tight.message

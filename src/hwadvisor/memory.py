@@ -297,6 +297,9 @@ class MemorySpec:
     gradient_checkpointing: bool = False
     allow_checkpointing: bool = True
     batch_size: int = 1
+    accumulation: int = 1
+    """Micro-steps per optimizer step as given (a workload's ``micro_batch`` below its batch):
+    the effective batch is batch_size × accumulation × gpus."""
     gpus: int = 1
     strategy: str = "ddp"
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES
@@ -355,13 +358,14 @@ class MemorySpec:
         _check_flag("gradient_checkpointing", self.gradient_checkpointing)
         _check_flag("allow_checkpointing", self.allow_checkpointing)
         _check_number("batch_size", self.batch_size, low=0, high=_MAX_BATCH, integer=True)
+        _check_number("accumulation", self.accumulation, low=0, high=_MAX_BATCH, integer=True)
         _check_number("gpus", self.gpus, low=0, high=_MAX_GPUS, integer=True)
         _check_choice("strategy", self.strategy, STRATEGIES)
         _check_number(
             "overhead_bytes", self.overhead_bytes, low=0, high=_MAX_OVERHEAD_BYTES, allow_low=True
         )
         _check_number("usable_fraction", self.usable_fraction, low=0, high=1)
-        for name in ("batch_size", "gpus", "activation_layers", "base_weight_bits"):
+        for name in ("batch_size", "accumulation", "gpus", "activation_layers", "base_weight_bits"):
             value = getattr(self, name)
             if value is not None:  # 4.0 from a TOML or JSON file is the whole number 4
                 object.__setattr__(self, name, int(value))
@@ -601,7 +605,7 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
         spec = replace(spec, gpus=int(gpus))
     usable = _usable_bytes(spec, device_bytes)
     batch = spec.batch_size
-    effective = batch * spec.gpus
+    effective = batch * spec.accumulation * spec.gpus
     room = f"{_gib(usable)} usable per GPU"
 
     def verdict(kind: str, micro: int, ckpt: bool, message: str) -> FitVerdict:
@@ -610,7 +614,7 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
             kind=kind,
             message=message,
             batch_size=micro,
-            accumulation=batch // micro,
+            accumulation=batch // micro * spec.accumulation,
             checkpointing=ckpt,
             usable_bytes=int(usable),
             breakdown=memory_per_gpu(plan),
@@ -618,7 +622,8 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
 
     def accumulate(micro: int) -> str:
         return (
-            f"at batch {micro} (gradient accumulation ×{batch // micro} keeps the effective "
+            f"at batch {micro} (gradient accumulation ×{batch // micro * spec.accumulation} "
+            "keeps the effective "
             f"batch of {effective})"
         )
 
@@ -660,7 +665,7 @@ def fit_verdict(spec: MemorySpec, device_bytes: float, gpus: int | None = None) 
             f"does not fit even at batch 1 {how}: needs {_gib(smallest.total)} per GPU, {room}"
         ),
         batch_size=None,
-        accumulation=1,
+        accumulation=spec.accumulation,
         checkpointing=ckpt,
         usable_bytes=int(usable),
         breakdown=smallest,
@@ -759,6 +764,7 @@ def spec_from_workload(
         gradient_checkpointing=gradient_checkpointing or w.gradient_checkpointing,
         allow_checkpointing=allow,
         batch_size=w.micro_batch or w.batch_size,
+        accumulation=-(-w.batch_size // w.micro_batch) if w.micro_batch else 1,
         gpus=gpus,
         strategy=strategy or ("ddp" if gpus == 1 else "fsdp"),
         overhead_bytes=overhead_bytes,

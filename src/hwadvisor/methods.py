@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from hwadvisor.units import size_text
 from hwadvisor.workloads import (
     METHODS,
     OPTIMIZER_NAMES,
-    SMALL_MODEL,
     Workload,
     WorkloadError,
     assume_shape,
@@ -209,7 +209,7 @@ def describe(w: Workload) -> str | None:
         trained = w.trainable_parameters or 0
         rank = f", rank {w.lora_rank}" if w.lora_rank else ""
         bits = f" on a {w.base_bits}-bit base" if w.base_bits else ""
-        parts.append(f"{name}{rank}{bits} ({_count(trained)} trained parameters)")
+        parts.append(f"{name}{rank}{bits} ({size_text(trained)} trained parameters)")
     if w.optimizer != "adamw":
         parts.append(
             {"adamw-8bit": "AdamW 8-bit", "sgd": "SGD", "paged-adamw-8bit": "paged AdamW 8-bit"}[
@@ -222,11 +222,3 @@ def describe(w: Workload) -> str | None:
         steps = -(-w.batch_size // w.micro_batch)
         parts.append(f"micro-batch {w.micro_batch} × {steps} accumulation steps")
     return "; ".join(parts) or None
-
-
-def _count(n: float) -> str:
-    if n >= SMALL_MODEL:
-        return f"{n / 1e9:.3g}B"
-    if n >= 1e6:
-        return f"{n / 1e6:.3g}M"
-    return f"{n:,.0f}"

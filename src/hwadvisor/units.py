@@ -127,6 +127,14 @@ def money(value: float | None, currency: str | None = "USD") -> str:
     return shown(f"{round(value / magnitude) * magnitude:,.0f}")
 
 
+def size_text(n: float) -> str:
+    """1.2B, 350M, 12k, 800: how people write model and data sizes."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:,.0f}"
+
+
 def count_text(value: float | None, unit: str) -> str:
     """A count of runs or hours for people: "0.4 runs", "3.2 runs", "27 runs", "1,300 runs"."""
     if value is None:

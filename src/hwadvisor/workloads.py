@@ -37,7 +37,7 @@ from hwadvisor.catalog.schema import (
     read_text,
 )
 from hwadvisor.catalog.toml import packaged_text
-from hwadvisor.units import human_duration
+from hwadvisor.units import human_duration, size_text
 
 __all__ = [
     "DEVICE_CLASSES",
@@ -468,8 +468,12 @@ def custom_workload(
         source = "your figures"
     else:
         raise WorkloadError("give samples (with flops_per_sample) or tokens")
-    size = _amount(parameters) + " parameters"
-    data = f"{_amount(tokens)} tokens" if tokens is not None else f"{_amount(samples or 0)} samples"
+    size = size_text(parameters) + " parameters"
+    data = (
+        f"{size_text(tokens)} tokens"
+        if tokens is not None
+        else f"{size_text(samples or 0)} samples"
+    )
     times = f" × {epochs:g} epochs" if epochs != 1 else ""
     workload = Workload(
         name=name,
@@ -506,14 +510,6 @@ def custom_workload(
             f"{total:.2g} training FLOPs is over {MAX_TOTAL_FLOPS:.0e}: surely a typo"
         )
     return workload
-
-
-def _amount(n: float) -> str:
-    """1.2B, 350M, 12k, 800: how people write model and data sizes."""
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:,.0f}"
 
 
 # --------------------------------------------------------------------------------------------
