@@ -297,3 +297,57 @@ def test_readers_never_write_the_database(tmp_path: Path, capsys: Any) -> None:
         pytest.raises(Exception, match="read-only"),
     ):
         fleet.con.execute("CREATE TABLE t (x INTEGER)")
+
+
+def test_any_failure_reading_one_file_skips_that_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection: the flattener fails on one file with an error nobody planned for; that
+    file is skipped with the error's name, the others are stored."""
+    from hwadvisor.fleet import store
+
+    folder = tmp_path / "p"
+    _named_hosts(folder, ["a", "b", "c"])
+    real = store.flatten
+
+    def flaky(doc: Any, origin: str) -> Any:
+        if doc["host"]["hostname"]["value"] == "b":
+            raise ZeroDivisionError("a bug in one file's path")
+        return real(doc, origin)
+
+    monkeypatch.setattr(store, "flatten", flaky)
+    with open_fleet(None, create=True) as fleet:
+        result = ingest(fleet, [folder], now=NOW, workers=1)
+        hosts = {r[0] for r in fleet.con.execute("SELECT hostname FROM hosts").fetchall()}
+    assert hosts == {"a", "c"}
+    assert [r for _, r in result.skipped] == [
+        "could not be read (ZeroDivisionError: a bug in one file's path)"
+    ]
+
+
+def test_the_database_never_loads_an_extension_on_its_own(tmp_path: Path) -> None:
+    with open_fleet(tmp_path / "f.duckdb", create=True) as fleet:
+        for setting in ("autoinstall_known_extensions", "autoload_known_extensions"):
+            assert fleet.scalar(f"SELECT current_setting('{setting}')") is False
+
+
+def test_sigterm_inside_a_database_statement_exits_143(
+    monkeypatch: pytest.MonkeyPatch, capsys: Any, tmp_path: Path
+) -> None:
+    import signal
+
+    import duckdb
+
+    from hwadvisor.fleet import cli as fleet_cli
+    from hwadvisor.signals import Stopped
+
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            raise Stopped(signal.SIGTERM)
+        except Stopped as exc:
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!") from exc
+
+    monkeypatch.setattr(fleet_cli, "_open", stopped)
+    assert main(["fleet", "summary", "--db", str(tmp_path / "f.duckdb")]) == 143
+    err = capsys.readouterr().err
+    assert "stopped by SIGTERM" in err and "internal error" not in err

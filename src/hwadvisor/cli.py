@@ -1185,9 +1185,15 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_broken_pipe()
         return int(ExitStatus.OK)
     except Exception as exc:  # noqa: BLE001 - the one place where a bug becomes a message
-        if _database_interrupted(exc):
-            # DuckDB answers Ctrl-C inside a statement with its own exception.
-            return _interrupted()
+        stopped = _database_interrupted(exc)
+        if stopped is not None:
+            # DuckDB answers Ctrl-C or SIGTERM inside a statement with its own exception.
+            if stopped == ExitStatus.INTERRUPTED:
+                return _interrupted()
+            from hwadvisor.signals import Stopped
+
+            _error(f"stopped by {Stopped(stopped - 128).name}; no partial file was written")
+            return stopped
         if debug:
             traceback.print_exc()
         _error(f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report it")
@@ -1195,15 +1201,21 @@ def main(argv: list[str] | None = None) -> int:
     return int(ExitStatus.OK)
 
 
-def _database_interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what it was raised from) is DuckDB's "Query interrupted"."""
+def _database_interrupted(exc: BaseException) -> int | None:
+    """The exit status where ``exc`` is DuckDB's "Query interrupted": 128 + the stop signal
+    that interrupted it where one is in the chain (SIGTERM: 143), else 130 (Ctrl-C); None
+    for any other error."""
+    from hwadvisor.signals import Stopped
+
+    interrupted = False
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, Stopped):
+            return 128 + seen.signum
         kind = type(seen)
-        if kind.__name__ == "InterruptException" and "duckdb" in kind.__module__:
-            return True
+        interrupted |= kind.__name__ == "InterruptException" and "duckdb" in kind.__module__
         seen = seen.__cause__ or seen.__context__
-    return False
+    return int(ExitStatus.INTERRUPTED) if interrupted else None
 
 
 def _reader_left(exc: BaseException) -> bool:
