@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import psutil
 import pytest
 import yaml
 
@@ -218,9 +219,12 @@ def test_idle_check(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # Kubernetes
 
+KUBERNETES = DEPLOY / "kubernetes"
+IMAGE_USER = 10001
+
 
 def _manifest(name: str, kind: str) -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all((DEPLOY / "kubernetes" / name).read_text()) if d]
+    docs = [d for d in yaml.safe_load_all((KUBERNETES / name).read_text()) if d]
     (found,) = [d for d in docs if d["kind"] == kind]
     return dict(found)
 
@@ -258,9 +262,12 @@ def test_daemonset_observes_every_gpu_without_requesting_them() -> None:
     assert "cpu" not in resources.get("limits", {})
     env = _env(container)
     assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    # NVML is in the `utility` capability: no CUDA libraries for an inventory scan.
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
     assert env["HWADVISOR_SCAN_ARGS"].split() == ["--no-bench"]
     assert int(env["HWADVISOR_INTERVAL_SECONDS"]) > 0
     _check_host_mounts(ds)
+    _check_node_label(container)
     namespace = _manifest("daemonset.yaml", "Namespace")
     assert ds["metadata"]["namespace"] == namespace["metadata"]["name"]
 
@@ -278,32 +285,160 @@ def test_job_benchmarks_on_the_gpus_it_requests() -> None:
     assert int(container["resources"]["limits"]["nvidia.com/gpu"]) >= 1
     env = _env(container)
     assert "NVIDIA_VISIBLE_DEVICES" not in env  # the device plugin sets the allocated GPUs
+    assert set(env["NVIDIA_DRIVER_CAPABILITIES"].split(",")) == {"compute", "utility"}
     assert "--no-bench" not in (env["HWADVISOR_SCAN_ARGS"] or "")
     assert env["HWADVISOR_INTERVAL_SECONDS"] == "0"
     assert env["HWADVISOR_PROFILE_FILE"] != _env(_container(ds))["HWADVISOR_PROFILE_FILE"]
     _check_host_mounts(job)
+    _check_node_label(container)
     # One script for both: a fix to one cannot miss the other.
     assert container["command"] == _container(ds)["command"] == ["/bin/sh", "-c"]
     assert container["args"] == _container(ds)["args"]
 
 
 def _check_host_mounts(obj: dict[str, Any]) -> None:
-    volumes = {v["name"]: v for v in obj["spec"]["template"]["spec"]["volumes"]}
-    mounts = {m["mountPath"]: m for m in _container(obj)["volumeMounts"]}
-    machine_id = mounts["/etc/machine-id"]
-    assert machine_id["readOnly"] is True
-    assert volumes[machine_id["name"]]["hostPath"] == {"path": "/etc/machine-id", "type": "File"}
-    out = _env(_container(obj))["HWADVISOR_OUT_DIR"]
+    """The node's files the scan reads are mounted read-only under HWADVISOR_HOST_ROOT; the only
+    writable host folder is the profiles' one."""
+    pod = obj["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    container = _container(obj)
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    root = _env(container)["HWADVISOR_HOST_ROOT"]
+    assert root == "/host"
+    for name in ("etc/os-release", "etc/machine-id"):
+        mount = mounts[f"{root}/{name}"]
+        assert mount["readOnly"] is True
+        assert volumes[mount["name"]]["hostPath"] == {"path": f"/{name}", "type": "File"}
+    assert "/etc/machine-id" not in mounts and "/etc/os-release" not in mounts  # the image's
+    out = _env(container)["HWADVISOR_OUT_DIR"]
     assert volumes[mounts[out]["name"]]["hostPath"]["path"] == "/var/lib/hwadvisor"
+    writable = [
+        path
+        for path, mount in mounts.items()
+        if "hostPath" in volumes[mount["name"]] and not mount.get("readOnly")
+    ]
+    assert writable == [out]
 
 
-def test_dockerfile_installs_the_wheel() -> None:
-    text = (DEPLOY / "kubernetes" / "Dockerfile").read_text()
+def _check_node_label(container: dict[str, Any]) -> None:
+    """The node's name reaches the scan as a label: NODE_NAME from the downward API, defined
+    before HWADVISOR_LABELS refers to it (Kubernetes expands $(VAR) of earlier entries only)."""
+    names = [e["name"] for e in container["env"]]
+    (node,) = [e for e in container["env"] if e["name"] == "NODE_NAME"]
+    assert node["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert names.index("NODE_NAME") < names.index("HWADVISOR_LABELS")
+    labels = dict(
+        pair.split("=", 1) for pair in _env(container)["HWADVISOR_LABELS"].split(",") if pair
+    )
+    assert labels["node"] == "$(NODE_NAME)"
+
+
+@pytest.mark.parametrize("name", ["daemonset.yaml", "job.yaml"])
+def test_pods_run_as_the_images_user_with_a_least_privilege_init_container(name: str) -> None:
+    obj = _manifest(name, "Job" if name == "job.yaml" else "DaemonSet")
+    pod = obj["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == IMAGE_USER
+    assert pod["securityContext"]["runAsGroup"] == IMAGE_USER
+    assert pod["automountServiceAccountToken"] is False
+    main = _container(obj)["securityContext"]
+    assert main["allowPrivilegeEscalation"] is False and main["readOnlyRootFilesystem"] is True
+    assert main["capabilities"] == {"drop": ["ALL"]}
+    assert "runAsUser" not in main and not main.get("privileged")
+    # The init container: root, but with nothing beyond changing the owner and mode of the
+    # profiles' folder, and nothing else of the node.
+    (init,) = pod["initContainers"]
+    security = init["securityContext"]
+    assert security["runAsUser"] == 0 and security["runAsNonRoot"] is False
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert set(security["capabilities"]["add"]) == {"CHOWN", "FOWNER"}
+    out = _env(_container(obj))["HWADVISOR_OUT_DIR"]
+    assert [m["mountPath"] for m in init["volumeMounts"]] == [out]
+    script = " ".join(init["command"] + init["args"])
+    assert f"chown {IMAGE_USER}:{IMAGE_USER} {out}" in script
+    assert f"chmod 0700 {out}" in script
+
+
+def test_init_container_script_gives_the_folder_to_the_user(tmp_path: Path) -> None:
+    """The init container's command, run with fake chown and chmod: both act on the folder."""
+    (init,) = _manifest("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]["initContainers"]
+    log = tmp_path / "calls"
+    fake = f'#!/bin/sh\necho "$(basename "$0") $*" >> "{log}"\n'
+    env = _fake_bin(tmp_path, {"chown": fake, "chmod": fake})
+    subprocess.run([*init["command"], *init["args"]], env=env, check=True, timeout=30)
+    assert log.read_text().splitlines() == [
+        f"chown {IMAGE_USER}:{IMAGE_USER} /var/lib/hwadvisor",
+        "chmod 0700 /var/lib/hwadvisor",
+    ]
+
+
+def test_dockerfile_installs_the_wheel_and_runs_as_the_user() -> None:
+    text = (KUBERNETES / "Dockerfile").read_text()
     assert re.search(r"^FROM \S+", text, re.MULTILINE)
     assert "COPY dist/ /tmp/dist/" in text
     assert '"$wheel"' in text and "hwadvisor-*.whl" in text
     assert 'ENTRYPOINT ["hwadvisor"]' in text
     assert "registry.example.com/hwadvisor:0.1.0" in text  # the name the manifests use
+    # The last USER is numeric (runAsNonRoot can only check a number) and the manifests' user.
+    users = re.findall(r"^USER (\S+)$", text, re.MULTILINE)
+    assert users and users[-1] == f"{IMAGE_USER}:{IMAGE_USER}"
+    assert text.index("pip install") < text.index(f"USER {IMAGE_USER}")  # installed as root
+    assert f"--uid {IMAGE_USER}" in text and f"--gid {IMAGE_USER}" in text
+
+
+def _strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
+    """kubectl's strategic merge, as far as the privileged patch uses it: maps merge, ``null``
+    deletes, lists of maps merge on ``name`` (volume mounts on ``mountPath``)."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        merged = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = _strategic_merge(base.get(k), v, k)
+        return merged
+    if isinstance(base, list) and isinstance(patch, list) and patch and isinstance(patch[0], dict):
+        field = "mountPath" if key == "volumeMounts" else "name"
+        merged_list = list(base)
+        for item in patch:
+            at = [i for i, old in enumerate(merged_list) if old.get(field) == item[field]]
+            if at:
+                merged_list[at[0]] = _strategic_merge(merged_list[at[0]], item)
+            else:
+                merged_list.append(item)
+        return merged_list
+    return patch
+
+
+def test_privileged_variant_reads_the_kernel_log_as_root() -> None:
+    base = yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())
+    assert base["resources"] == ["daemonset.yaml"]
+    kustomization = yaml.safe_load((KUBERNETES / "privileged" / "kustomization.yaml").read_text())
+    assert kustomization["resources"] == [".."]
+    (patch_ref,) = kustomization["patches"]
+    patch = yaml.safe_load((KUBERNETES / "privileged" / patch_ref["path"]).read_text())
+    ds = _manifest("daemonset.yaml", "DaemonSet")
+    assert patch["kind"] == ds["kind"]
+    for key in ("name", "namespace"):
+        assert patch["metadata"][key] == ds["metadata"][key]
+    merged = _strategic_merge(ds, patch)
+    container = _container(merged)
+    security = container["securityContext"]
+    assert security["privileged"] is True
+    assert security["runAsUser"] == 0 and security["runAsNonRoot"] is False  # over the pod's
+    assert security["allowPrivilegeEscalation"] is True  # the API rejects privileged with false
+    assert "capabilities" not in security
+    volumes = {v["name"]: v for v in merged["spec"]["template"]["spec"]["volumes"]}
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/dev/kmsg"]["readOnly"] is True
+    assert volumes[mounts["/dev/kmsg"]["name"]]["hostPath"] == {
+        "path": "/dev/kmsg",
+        "type": "CharDevice",
+    }
+    # Everything else of the DaemonSet is kept (the script, the other mounts, the env).
+    assert container["args"] == _container(ds)["args"] and container["env"] == _container(ds)["env"]
+    assert set(mounts) == {m["mountPath"] for m in _container(ds)["volumeMounts"]} | {"/dev/kmsg"}
 
 
 def _fake_bin(tmp_path: Path, scripts: dict[str, str]) -> dict[str, str]:
@@ -318,11 +453,26 @@ def _fake_bin(tmp_path: Path, scripts: dict[str, str]) -> dict[str, str]:
 
 
 FAKE_HWADVISOR = """#!/bin/sh
-# hwadvisor scan --json - for the tests: a tiny profile, the exit status in $FAKE_RC.
+# hwadvisor for the tests. `scan --json -`: a tiny profile after $FAKE_SLEEP seconds, exit
+# $FAKE_RC. `fleet emit [ARGS] PROFILE`: one marked line with the SHA-256 of the profile as it
+# is when emit reads it, exit $FAKE_EMIT_RC.
 echo "$*" >> "$FAKE_LOG"
-[ "${FAKE_SLEEP:-0}" = 0 ] || sleep "$FAKE_SLEEP"
-printf '{\\n  "schema_version": 6,\\n  "host": "%s"\\n}\\n' "$(hostname)"
-exit "${FAKE_RC:-0}"
+case "$1" in
+    scan)
+        # Like hwadvisor, stop at once on SIGTERM, with whatever it runs.
+        trap 'kill "$nap" 2>/dev/null; exit 143' TERM
+        sleep "${FAKE_SLEEP:-0}" &
+        nap=$!
+        wait "$nap"
+        printf '{\\n  "schema_version": 6,\\n  "host": "%s"\\n}\\n' "$(hostname)"
+        exit "${FAKE_RC:-0}" ;;
+    fleet)
+        [ "$2" = emit ] || exit 2
+        for profile; do :; done
+        echo "HWADVISOR-EMIT $(sha256sum < "$profile" | cut -c1-64)"
+        exit "${FAKE_EMIT_RC:-0}" ;;
+esac
+exit 2
 """
 
 
@@ -330,79 +480,205 @@ def _k8s_script() -> str:
     return str(_container(_manifest("daemonset.yaml", "DaemonSet"))["args"][0])
 
 
-def _shell() -> str:
-    return shutil.which("dash") or "/bin/sh"  # the image's /bin/sh is dash: POSIX only
+def _shells() -> list[list[str]]:
+    """Every POSIX shell here that the image's /bin/sh may be: sh, dash, busybox sh, bash."""
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for argv in (["sh"], ["dash"], ["busybox", "sh"], ["bash", "--posix"]):
+        path = shutil.which(argv[0])
+        if path is None:
+            continue
+        if argv[0] == "busybox":
+            applets = subprocess.run([path, "--list"], capture_output=True, text=True).stdout
+            if "sh" not in applets.split():
+                continue
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            found.append([path, *argv[1:]])
+    return found
 
 
-def test_container_script_writes_the_profile_atomically_and_prints_one_line(
-    tmp_path: Path,
-) -> None:
+SHELLS = _shells()
+
+
+def _shell() -> list[str]:
+    return SHELLS[0]
+
+
+def _k8s_env(tmp_path: Path, out: Path, **extra: str) -> dict[str, str]:
+    env = _fake_bin(tmp_path, {"hwadvisor": FAKE_HWADVISOR})
+    env.update(HWADVISOR_OUT_DIR=str(out), FAKE_LOG=str(tmp_path / "calls"), **extra)
+    return env
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_container_script_writes_the_profile_0600_and_emits_it(tmp_path: Path) -> None:
     out = tmp_path / "var-lib-hwadvisor"
     out.mkdir()
-    env = _fake_bin(tmp_path, {"hwadvisor": FAKE_HWADVISOR})
-    env.update(
-        HWADVISOR_OUT_DIR=str(out),
+    env = _k8s_env(
+        tmp_path,
+        out,
         HWADVISOR_PROFILE_FILE="profile.json",
         HWADVISOR_INTERVAL_SECONDS="0",
         HWADVISOR_SCAN_ARGS="--no-bench --probe-timeout 30",
+        HWADVISOR_EMIT_ARGS="--full",
         POD_NAME="hwadvisor-x1",
-        FAKE_LOG=str(tmp_path / "calls"),
         FAKE_RC="3",  # a degraded probe: the profile counts
     )
     done = subprocess.run(
-        [_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
+        [*_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    saved = (out / "profile.json").read_text()
-    assert json.loads(saved)["schema_version"] == 6
-    (line,) = done.stdout.splitlines()
-    assert json.loads(line) == json.loads(saved)
+    saved = out / "profile.json"
+    assert json.loads(saved.read_text())["schema_version"] == 6
+    assert saved.stat().st_mode & 0o777 == 0o600  # serial numbers: the owner's only
+    # The log gets what `fleet emit` printed of the renamed profile, and no raw profile line.
+    assert done.stdout.splitlines() == [f"HWADVISOR-EMIT {_digest(saved)}"]
     assert sorted(p.name for p in out.iterdir()) == ["profile.json"]
-    assert (tmp_path / "calls").read_text() == "scan --json - --no-bench --probe-timeout 30\n"
+    assert _calls(tmp_path) == [
+        "scan --json - --no-bench --probe-timeout 30",
+        f"fleet emit --full {saved}",
+    ]
 
-    env["FAKE_RC"] = "2"  # a failed scan leaves the last profile as it was
+    before = saved.read_bytes()
+    env["FAKE_RC"] = "2"  # a failed scan leaves the last profile as it was, and emits nothing
     failed = subprocess.run(
-        [_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
+        [*_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
     )
     assert failed.returncode == 2 and failed.stdout == ""
     assert "hwadvisor scan failed (exit 2)" in failed.stderr
-    assert (out / "profile.json").read_text() == saved
+    assert saved.read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["profile.json"]
+    assert not any("emit" in call for call in _calls(tmp_path)[2:])
 
 
-def test_container_script_rescans_and_stops_at_once_on_sigterm(tmp_path: Path) -> None:
+def test_container_script_goes_on_when_emit_fails(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    env = _fake_bin(tmp_path, {"hwadvisor": FAKE_HWADVISOR})
-    env.update(
-        HWADVISOR_OUT_DIR=str(out),
-        HWADVISOR_INTERVAL_SECONDS="1",
-        FAKE_LOG=str(tmp_path / "calls"),
-    )
+    env = _k8s_env(tmp_path, out, HWADVISOR_INTERVAL_SECONDS="1", FAKE_EMIT_RC="5")
     pod = subprocess.Popen(
-        [_shell(), "-c", _k8s_script()],
+        [*_shell(), "-c", _k8s_script()],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            calls = (tmp_path / "calls").read_text() if (tmp_path / "calls").exists() else ""
-            if calls.count("scan") >= 2:
-                break
-            time.sleep(0.1)
-        assert calls.count("scan") >= 2  # periodic
+        _wait_for(lambda: sum("fleet emit" in c for c in _calls(tmp_path)) >= 2, pod)
         pod.send_signal(signal.SIGTERM)
-        stdout, _ = pod.communicate(timeout=10)
+        _, stderr = pod.communicate(timeout=10)
     finally:
-        if pod.poll() is None:
-            pod.kill()
-            pod.wait()
+        _kill(pod)
     assert pod.returncode == 143
-    assert json.loads(stdout.splitlines()[0])["schema_version"] == 6
-    assert [p.name for p in out.iterdir()] == ["profile.json"]
+    assert "hwadvisor fleet emit failed (exit 5)" in stderr
+    assert [c.split()[0] for c in _calls(tmp_path)][:4] == ["scan", "fleet", "scan", "fleet"]
+    assert json.loads((out / "profile.json").read_text())["schema_version"] == 6
+
+
+def test_container_script_refuses_a_bad_interval(tmp_path: Path) -> None:
+    env = _k8s_env(tmp_path, tmp_path, HWADVISOR_INTERVAL_SECONDS="6h")
+    done = subprocess.run(
+        [*_shell(), "-c", _k8s_script()], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "HWADVISOR_INTERVAL_SECONDS must be a whole number of seconds, got '6h'" in done.stderr
+    assert _calls(tmp_path) == []
+
+
+def _wait_for(condition: Any, pod: subprocess.Popen[str], limit: float = 30) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        assert pod.poll() is None, f"the script ended early (exit {pod.returncode})"
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for the script")
+
+
+def _kill(pod: subprocess.Popen[str]) -> None:
+    if pod.poll() is None:
+        pod.kill()
+        pod.wait()
+
+
+def _child_named(pid: int, name: str) -> psutil.Process | None:
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    found = [c for c in children if c.name() == name]
+    return found[0] if found else None
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda argv: " ".join(Path(a).name for a in argv))
+@pytest.mark.parametrize("where", ["sleep", "scan"])
+def test_container_script_ends_at_once_on_sigterm(
+    tmp_path: Path, shell: list[str], where: str
+) -> None:
+    """SIGTERM while the script sleeps between scans (6 hours in the DaemonSet) or while a scan
+    runs: exit 143 within 2 s (not at the end of the 30 s grace period), the child stopped, no
+    temporary file, the last profile kept."""
+    out = tmp_path / "out"
+    out.mkdir()
+    previous = b'{"schema_version": 6, "host": "before"}\n'
+    (out / "profile.json").write_bytes(previous)
+    env = _k8s_env(
+        tmp_path,
+        out,
+        HWADVISOR_INTERVAL_SECONDS="600",
+        POD_NAME="pod-1",
+        FAKE_SLEEP="600" if where == "scan" else "0",
+    )
+    pod = subprocess.Popen(
+        [*shell, "-c", _k8s_script()],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if where == "sleep":
+            _wait_for(lambda: _child_named(pod.pid, "sleep") is not None, pod)
+            assert (out / "profile.json").read_bytes() != previous  # the first scan is in
+        else:
+            _wait_for(lambda: (out / ".profile.json.pod-1").exists() and _calls(tmp_path), pod)
+            _wait_for(lambda: _child_named(pod.pid, "sleep") is not None, pod)  # the fake's
+        child = _child_named(pod.pid, "sleep" if where == "sleep" else "hwadvisor")
+        assert child is not None
+        sent = time.monotonic()
+        pod.send_signal(signal.SIGTERM)
+        stdout, stderr = pod.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        _kill(pod)
+    assert pod.returncode == 143, stderr
+    assert took < 2, f"exit {took:.1f} s after SIGTERM"
+    deadline = time.monotonic() + 2
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), f"the {where}'s process outlived the script"
+    assert sorted(p.name for p in out.iterdir()) == ["profile.json"]  # no temporary file
+    if where == "scan":
+        assert (out / "profile.json").read_bytes() == previous
+        assert stdout == ""
+    else:
+        assert stdout.splitlines() == [f"HWADVISOR-EMIT {_digest(out / 'profile.json')}"]
 
 
 # --------------------------------------------------------------------------------------------
