@@ -9,6 +9,7 @@ checked against hwadvisor's own derivation of machine_id and of its redacted tok
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -604,10 +605,18 @@ def _wait_for(condition: Any, pod: subprocess.Popen[str], limit: float = 30) -> 
     raise AssertionError("timed out waiting for the script")
 
 
-def _kill(pod: subprocess.Popen[str]) -> None:
+def _kill(pod: subprocess.Popen[str], *also: psutil.Process | None) -> None:
+    """The script and whatever it left running (a failed test leaves no sleeping process)."""
+    try:
+        left = [*psutil.Process(pod.pid).children(recursive=True), *filter(None, also)]
+    except psutil.NoSuchProcess:
+        left = list(filter(None, also))
     if pod.poll() is None:
         pod.kill()
         pod.wait()
+    for process in left:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
 
 
 def _child_named(pid: int, name: str) -> psutil.Process | None:
@@ -645,6 +654,8 @@ def test_container_script_ends_at_once_on_sigterm(
         POD_NAME="pod-1",
         FAKE_SLEEP="600" if where == "scan" else "0",
     )
+    child: psutil.Process | None = None
+    nap: psutil.Process | None = None
     pod = subprocess.Popen(
         [*shell, "-c", _k8s_script()],
         env=env,
@@ -660,13 +671,14 @@ def test_container_script_ends_at_once_on_sigterm(
             _wait_for(lambda: (out / ".profile.json.pod-1").exists() and _calls(tmp_path), pod)
             _wait_for(lambda: _child_named(pod.pid, "sleep") is not None, pod)  # the fake's
         child = _child_named(pod.pid, "sleep" if where == "sleep" else "hwadvisor")
+        nap = _child_named(pod.pid, "sleep")
         assert child is not None
         sent = time.monotonic()
         pod.send_signal(signal.SIGTERM)
         stdout, stderr = pod.communicate(timeout=10)
         took = time.monotonic() - sent
     finally:
-        _kill(pod)
+        _kill(pod, child, nap)
     assert pod.returncode == 143, stderr
     assert took < 2, f"exit {took:.1f} s after SIGTERM"
     deadline = time.monotonic() + 2
