@@ -130,6 +130,7 @@ def test_docs_collection_sections_come_before_the_roll_up_marker() -> None:
         "`ansible_local.hwadvisor`",
         "Slurm",
         "Kubernetes",
+        "systemd timer",
         "How `machine_id` is derived",
     ]
 
@@ -461,10 +462,12 @@ echo "$*" >> "$FAKE_LOG"
 case "$1" in
     scan)
         # Like hwadvisor, stop at once on SIGTERM, with whatever it runs.
-        trap 'kill "$nap" 2>/dev/null; exit 143' TERM
-        sleep "${FAKE_SLEEP:-0}" &
-        nap=$!
-        wait "$nap"
+        if [ "${FAKE_SLEEP:-0}" != 0 ]; then
+            trap 'kill "$nap" 2>/dev/null; exit 143' TERM
+            sleep "$FAKE_SLEEP" &
+            nap=$!
+            wait "$nap"
+        fi
         printf '{\\n  "schema_version": 6,\\n  "host": "%s"\\n}\\n' "$(hostname)"
         exit "${FAKE_RC:-0}" ;;
     fleet)
@@ -619,9 +622,9 @@ def _kill(pod: subprocess.Popen[str], *also: psutil.Process | None) -> None:
             process.kill()
 
 
-def _child_named(pid: int, name: str) -> psutil.Process | None:
+def _child_named(pid: int, name: str, *, direct: bool = False) -> psutil.Process | None:
     try:
-        children = psutil.Process(pid).children(recursive=True)
+        children = psutil.Process(pid).children(recursive=not direct)
     except psutil.NoSuchProcess:
         return None
     found = [c for c in children if c.name() == name]
@@ -664,13 +667,13 @@ def test_container_script_ends_at_once_on_sigterm(
         text=True,
     )
     try:
-        if where == "sleep":
-            _wait_for(lambda: _child_named(pod.pid, "sleep") is not None, pod)
+        if where == "sleep":  # the script's own sleep, after the scan and the emit
+            _wait_for(lambda: _child_named(pod.pid, "sleep", direct=True) is not None, pod)
             assert (out / "profile.json").read_bytes() != previous  # the first scan is in
         else:
             _wait_for(lambda: (out / ".profile.json.pod-1").exists() and _calls(tmp_path), pod)
             _wait_for(lambda: _child_named(pod.pid, "sleep") is not None, pod)  # the fake's
-        child = _child_named(pod.pid, "sleep" if where == "sleep" else "hwadvisor")
+        child = _child_named(pod.pid, "sleep" if where == "sleep" else "hwadvisor", direct=True)
         nap = _child_named(pod.pid, "sleep")
         assert child is not None
         sent = time.monotonic()
@@ -729,8 +732,10 @@ def _handled() -> set[str]:
 
 FAKE_SRUN = """#!/usr/bin/env bash
 # srun for the tests: records its arguments, then runs the command once per "node"
-# (SLURM_PROCID 0..N-1, which the fake hostname turns into node0, node1, ...).
-printf '%s\\n' "$*" > "$FAKE_SRUN_LOG"
+# (SLURM_PROCID 0..N-1, which the fake hostname turns into node0, node1, ...; SLURMD_NODENAME
+# from the words of $FAKE_NODENAMES, where given).
+printf '%s\\n' "$*" >> "$FAKE_SRUN_LOG"
+read -r -a names <<< "${FAKE_NODENAMES:-}"
 nodes=1
 while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
     case "$1" in --nodes=*) nodes=${1#--nodes=} ;; esac
@@ -738,9 +743,52 @@ while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
 done
 rc=0
 for ((i = 0; i < nodes; i++)); do
-    SLURM_PROCID=$i SLURM_JOB_ID=${SLURM_JOB_ID:-4711} "$@" || rc=$?
+    SLURM_PROCID=$i SLURM_JOB_ID=${SLURM_JOB_ID:-4711} SLURMD_NODENAME=${names[i]:-} "$@" || rc=$?
 done
 exit "$rc"
+"""
+# sbatch for the tests: records its arguments; refuses the nodes named in $FAKE_REFUSE; with
+# FAKE_SBATCH_RUN=1 runs the job at once, as Slurm would on its node: the script with its
+# arguments, in a job of one node with $FAKE_CPUS CPUs, the partition it was given.
+FAKE_SBATCH = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$FAKE_SBATCH_LOG"
+node="" partition=""
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+    case "$1" in
+        --nodelist=*) node=${1#--nodelist=} ;;
+        --partition=*) partition=${1#--partition=} ;;
+    esac
+    shift
+done
+case " ${FAKE_REFUSE:-} " in *" $node "*) echo "sbatch: error: refused" >&2; exit 1 ;; esac
+job=$((1000 + $(wc -l < "$FAKE_SBATCH_LOG")))
+echo "$job"
+if [ "${FAKE_SBATCH_RUN:-0}" = 1 ]; then
+    SLURM_JOB_ID=$job SLURM_JOB_NUM_NODES=1 SLURM_CPUS_ON_NODE=$FAKE_CPUS \\
+        SLURM_JOB_CPUS_PER_NODE=$FAKE_CPUS SLURM_JOB_PARTITION=$partition FAKE_NODENAMES=$node \\
+        bash "$@" > "$FAKE_DIR/job-$job.out" 2>&1
+fi
+exit 0
+"""
+# scontrol for the tests: host lists from $FAKE_HOSTNAMES, a node's Gres= from <node>.gres.
+FAKE_SCONTROL = """#!/usr/bin/env bash
+case "$1 $2" in
+    "show hostnames") printf '%s\\n' $FAKE_HOSTNAMES ;;
+    "show node")
+        gres=$(cat "$FAKE_DIR/$4.gres" 2>/dev/null || echo "(null)")
+        echo "NodeName=$4 Arch=x86_64 CPUTot=64 Gres=$gres State=IDLE Partitions=gpu" ;;
+    "show job") echo "JobId=$4 JobName=hwadvisor-scan OverSubscribe=${FAKE_OVERSUBSCRIBE:-OK}" ;;
+    *) exit 1 ;;
+esac
+"""
+FAKE_SINFO = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$FAKE_DIR/sinfo-args"
+printf '%s\\n' $FAKE_SINFO_NODES
+"""
+# stat -f -c %T PATH: the filesystem type in $FAKE_FSTYPE; anything else: the real stat.
+FAKE_STAT = """#!/bin/sh
+if [ "$1" = -f ]; then echo "${FAKE_FSTYPE:-ext2/ext3}"; exit 0; fi
+PATH=${PATH#*:} exec stat "$@"  # the fakes' folder is first on PATH
 """
 FAKE_HOSTNAME = '#!/bin/sh\necho "node${SLURM_PROCID:-x}"\n'
 FAKE_NODE_HWADVISOR = """#!/bin/sh
@@ -757,10 +805,19 @@ exit 0
 def _slurm(tmp_path: Path, args: list[str], **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = _fake_bin(
         tmp_path,
-        {"srun": FAKE_SRUN, "hostname": FAKE_HOSTNAME, "hwadvisor": FAKE_NODE_HWADVISOR},
+        {
+            "srun": FAKE_SRUN,
+            "sbatch": FAKE_SBATCH,
+            "scontrol": FAKE_SCONTROL,
+            "sinfo": FAKE_SINFO,
+            "stat": FAKE_STAT,
+            "hostname": FAKE_HOSTNAME,
+            "hwadvisor": FAKE_NODE_HWADVISOR,
+        },
     )
     env.update(
         FAKE_SRUN_LOG=str(tmp_path / "srun-args"),
+        FAKE_SBATCH_LOG=str(tmp_path / "sbatch-args"),
         FAKE_LOG=str(tmp_path / "hwadvisor-calls"),
         FAKE_DIR=str(tmp_path),
         TMPDIR=str(tmp_path),
@@ -808,7 +865,7 @@ def test_slurm_inside_a_job_with_benchmarks(tmp_path: Path) -> None:
     srun = (tmp_path / "srun-args").read_text().split()
     assert "--nodes=2" in srun and "--cpus-per-task=8" in srun
     assert "--exclusive" not in srun  # inside a job, only the allocation can be exclusive
-    assert "may share its nodes" in done.stderr  # no scontrol to say it is exclusive
+    assert "may share its nodes (OverSubscribe=OK)" in done.stderr  # not submitted --exclusive
     assert sorted(p.name for p in out.iterdir()) == ["node0.json", "node1.json"]
     calls = (tmp_path / "hwadvisor-calls").read_text().splitlines()
     assert calls == ["node0 scan --json -", "node1 scan --json -"]  # benchmarks: no --no-bench
@@ -842,3 +899,193 @@ def test_slurm_usage_errors(
     assert done.returncode == 2
     assert message in done.stderr
     assert not (tmp_path / "srun-args").exists()
+
+
+def test_slurm_first_documented_example_records_whole_nodes() -> None:
+    """The first sbatch line a reader meets (script header, --help, docs) asks for whole nodes
+    and their GPUs: without them a profile shows one CPU and, where devices are constrained,
+    no GPU."""
+    shown = subprocess.run(
+        ["bash", str(SLURM), "--help"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    slurm_docs = DOCS.read_text().split("### Slurm", 1)[1].split("\n### ", 1)[0]
+    for text in (SLURM.read_text(), shown, slurm_docs):
+        first = next(line for line in text.splitlines() if "sbatch --nodes" in line)
+        assert "--exclusive" in first and re.search(r"--gres=gpu:\w+|--gpus-per-node=", first)
+
+
+def test_slurm_names_profiles_by_slurmd_nodename_with_all_the_jobs_cpus(tmp_path: Path) -> None:
+    out = tmp_path / "profiles"
+    done = _slurm(
+        tmp_path,
+        ["--out", str(out)],
+        SLURM_JOB_ID="99",
+        SLURM_JOB_NUM_NODES="2",
+        SLURM_JOB_PARTITION="h100",
+        SLURM_JOB_CPUS_PER_NODE="96(x1),64",  # two nodes of different sizes: the smaller
+        SLURM_CPUS_ON_NODE="96",
+        FAKE_NODENAMES="gpu-a01 gpu-a02",
+    )
+    assert done.returncode == 0, done.stderr
+    srun = (tmp_path / "srun-args").read_text().split()
+    assert "--cpus-per-task=64" in srun
+    # Slurm's names, not the hosts' (node0, node1); 0600: profiles hold serial numbers.
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-a01.json", "gpu-a02.json"]
+    for profile in out.iterdir():
+        assert profile.stat().st_mode & 0o777 == 0o600
+    assert json.loads((out / "gpu-a02.json").read_text())["host"] == "node1"
+    calls = (tmp_path / "hwadvisor-calls").read_text().splitlines()
+    assert calls == [f"node{i} scan --json - --label partition=h100 --no-bench" for i in range(2)]
+    assert f"hwadvisor-collect: ok gpu-a01 {out}/gpu-a01.json" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"SLURM_CPUS_ON_NODE": "48"}, "--cpus-per-task=48"),  # no per-node list
+        ({"SLURM_JOB_CPUS_PER_NODE": "32(x4)"}, "--cpus-per-task=32"),
+        ({"SLURM_JOB_CPUS_PER_NODE": "garbage"}, None),  # unknown: Slurm's default
+        ({}, None),
+    ],
+)
+def test_slurm_cpus_per_task_inside_a_job(
+    tmp_path: Path, env: dict[str, str], expected: str | None
+) -> None:
+    done = _slurm(
+        tmp_path,
+        ["--out", str(tmp_path / "o")],
+        SLURM_JOB_ID="5",
+        SLURM_JOB_NUM_NODES="1",
+        **env,
+    )
+    assert done.returncode == 0, done.stderr
+    given = [a for a in (tmp_path / "srun-args").read_text().split() if "cpus-per-task" in a]
+    assert given == ([expected] if expected else [])
+
+
+def test_slurm_explicit_cpus_per_task_wins(tmp_path: Path) -> None:
+    done = _slurm(
+        tmp_path,
+        ["--out", str(tmp_path / "o"), "--cpus-per-task", "8"],
+        SLURM_JOB_ID="5",
+        SLURM_JOB_NUM_NODES="1",
+        SLURM_JOB_CPUS_PER_NODE="96",
+    )
+    assert done.returncode == 0, done.stderr
+    srun = (tmp_path / "srun-args").read_text().split()
+    assert "--cpus-per-task=8" in srun and "--cpus-per-task=96" not in srun
+
+
+@pytest.mark.parametrize(
+    ("fstype", "warned"),
+    [("nfs", True), ("lustre", True), ("gpfs", True), ("beegfs", True), ("ext2/ext3", False)],
+)
+def test_slurm_warns_when_hwadvisor_is_on_a_network_filesystem(
+    tmp_path: Path, fstype: str, warned: bool
+) -> None:
+    done = _slurm(tmp_path, ["--nodes", "1", "--out", str(tmp_path / "o")], FAKE_FSTYPE=fstype)
+    assert done.returncode == 0, done.stderr
+    hwadvisor = tmp_path / "bin" / "hwadvisor"
+    warning = f"collect.sh: warning: {hwadvisor} is on a network filesystem ({fstype})"
+    assert (warning in done.stderr) is warned
+    if warned:
+        assert "Install hwadvisor on each node's local disk" in done.stderr
+
+
+def test_slurm_per_node_submits_one_whole_node_job_per_node(tmp_path: Path) -> None:
+    """--per-node: one job per node with that node's GPUs; each job (run here at once by the
+    fake sbatch) scans its node with all of its CPUs and writes <node>.json."""
+    out = tmp_path / "profiles"
+    (tmp_path / "gpu01.gres").write_text("gpu:h100:8(S:0-1)")
+    (tmp_path / "gpu02.gres").write_text("gpu:a100:4(S:0),gpu:a100:4(S:1),mps:400")
+    done = _slurm(
+        tmp_path,
+        [
+            "--per-node",
+            "--nodelist",
+            "gpu[01-02],cpu01",
+            "--out",
+            str(out),
+            "--timeout",
+            "600",
+            "--sbatch-arg",
+            "--account=ops",
+            "--",
+            "--probe-timeout",
+            "30",
+        ],
+        FAKE_HOSTNAMES="gpu01 gpu02 cpu01",
+        FAKE_SBATCH_RUN="1",
+        FAKE_CPUS="64",
+    )
+    assert done.returncode == 0, done.stderr
+    jobs = (tmp_path / "sbatch-args").read_text().splitlines()
+    assert len(jobs) == 3
+    for job, (node, gres) in zip(
+        jobs, [("gpu01", "gpu:8"), ("gpu02", "gpu:8"), ("cpu01", None)], strict=True
+    ):
+        words = job.split()
+        assert f"--nodelist={node}" in words and "--nodes=1" in words
+        assert "--exclusive" in words and "--account=ops" in words
+        assert "--time=13" in words  # 600 s, the kill 30 s later, a margin: in minutes
+        assert ([w for w in words if w.startswith("--gres=")] or [None])[0] == (
+            f"--gres={gres}" if gres else None
+        )
+        script = words.index(str(SLURM))
+        assert words[script + 1 :] == [
+            "--out",
+            str(out),
+            "--timeout",
+            "600",
+            "--hwadvisor",
+            "hwadvisor",
+            "--",
+            "--probe-timeout",
+            "30",
+        ]
+    assert "hwadvisor-collect: submitted gpu01 job 1001 (8 GPU(s), whole node)" in done.stdout
+    assert "hwadvisor-collect: submitted cpu01 job 1003 (0 GPU(s), whole node)" in done.stdout
+    # Each job, run on its node: the node's name, all its CPUs.
+    assert sorted(p.name for p in out.iterdir()) == ["cpu01.json", "gpu01.json", "gpu02.json"]
+    steps = [
+        line  # (each srun's arguments end with the node task, a script of many lines)
+        for line in (tmp_path / "srun-args").read_text().splitlines()
+        if line.startswith("--ntasks-per-node=1 ")
+    ]
+    assert len(steps) == 3 and all("--cpus-per-task=64" in s.split() for s in steps)
+    assert "3 job(s) submitted, 0 refused" in done.stderr
+
+
+def test_slurm_per_node_by_partition_and_refused_jobs(tmp_path: Path) -> None:
+    done = _slurm(
+        tmp_path,
+        ["--per-node", "--partition", "gpu", "--out", str(tmp_path / "o")],
+        FAKE_SINFO_NODES="n2 n1 n2 n3",  # sinfo -N lists a node once per partition
+        FAKE_REFUSE="n3",
+    )
+    assert done.returncode == 1
+    assert (tmp_path / "sinfo-args").read_text().split() == ["-h", "-N", "-p", "gpu", "-o", "%N"]
+    jobs = (tmp_path / "sbatch-args").read_text().splitlines()
+    assert [re.search(r"--nodelist=(\S+)", j)[1] for j in jobs] == ["n1", "n2", "n3"]  # type: ignore[index]
+    assert all("--partition=gpu" in j.split() for j in jobs)
+    assert "hwadvisor-collect: failed n3: sbatch refused the job" in done.stdout
+    assert "2 job(s) submitted, 1 refused" in done.stderr
+    assert not (tmp_path / "srun-args").exists()  # nothing ran here
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--out", "x", "--partition", "gpu", "--nodes", "2"], {}, "go with --per-node"),
+        (["--out", "x", "--per-node"], {"SLURM_JOB_ID": "7"}, "run it from a login node"),
+        (["--out", "x", "--per-node", "--partition", "a", "--nodelist", "n1"], {}, "not both"),
+        (["--out", "x", "--per-node", "--nodes", "2"], {}, "not --nodes"),
+    ],
+)
+def test_slurm_per_node_usage_errors(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    done = _slurm(tmp_path, args, **env)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "sbatch-args").exists() and not (tmp_path / "srun-args").exists()
