@@ -123,6 +123,8 @@ def _inventory(
                 "hwadvisor_output_dir": str(tmp / "collected"),
             },
             "hosts": hosts,
+            # beta is in a group: its label group=gpu_servers.
+            "children": {"gpu_servers": {"hosts": {"beta": {}}}},
         }
     }
     path = tmp / "inventory.yml"
@@ -176,9 +178,20 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     # CPU name holding Jinja that would create a file on the controller if Ansible rendered it.
     beta_venv = tmp / "hosts" / "beta" / "opt" / "venv"
     (tmp / "hostile-name").write_text(HOSTILE.format(marker=tmp / "templated"))
+    # It also records its arguments and labels, and drops --torch-python PATH (a conda python
+    # that is not here; the scan's use of it is tested with its probe).
     degraded = _script(
         tmp / "degraded-hwadvisor",
-        f'#!/bin/sh\n"{beta_venv}/bin/hwadvisor" "$@" > "{tmp}/beta-scan.json"\n'
+        "#!/bin/sh\n"
+        f'printf "%s | labels=%s\\n" "$*" "${{HWADVISOR_LABELS:-}}" >> "{tmp}/beta-calls"\n'
+        "skip=0\n"
+        'for arg in "$@"; do\n'
+        "  shift\n"
+        '  if [ "$skip" = 1 ]; then skip=0; continue; fi\n'
+        '  if [ "$arg" = --torch-python ]; then skip=1; continue; fi\n'
+        '  set -- "$@" "$arg"\n'
+        "done\n"
+        f'"{beta_venv}/bin/hwadvisor" "$@" > "{tmp}/beta-scan.json"\n'
         'rc=$?\n[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"\n'
         f'"{sys.executable}" - "{tmp}/beta-scan.json" "{tmp}/hostile-name" <<EOF\n'
         "import json, sys\n"
@@ -193,6 +206,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
 
     beta = {
         "hwadvisor_command": str(degraded),
+        "hwadvisor_torch_python": "/opt/conda/envs/train/bin/python",
+        "hwadvisor_labels": {"site": "lab", "rack": ""},  # empty: left out
         "hwadvisor_bench": "auto",
         "hwadvisor_idle_max_load_per_cpu": 0,  # no load is below 0: never idle
     }
@@ -333,6 +348,29 @@ def test_installed_from_the_wheel_into_a_venv_with_system_site_packages(fleet: F
     assert (fleet.host_dir("alpha") / "opt" / "wheels" / "wheelhouse" / fleet.wheel.name).is_file()
     assert not (fleet.host_dir("beta") / "opt" / "wheels" / "wheelhouse").exists()
     assert not (fleet.host_dir("gamma") / "opt").exists()  # hwadvisor_install=false
+
+
+def test_profiles_are_0600_on_the_host_and_the_controller(fleet: Fleet) -> None:
+    """Profiles hold serial numbers that only root can read: never world-readable copies."""
+    assert fleet.collected.stat().st_mode & 0o777 == 0o700  # made by the role
+    for host in ("alpha", "beta"):
+        on_host = fleet.host_dir(host) / "var" / "profile.json"
+        assert on_host.stat().st_mode & 0o777 == 0o600
+        assert on_host.parent.stat().st_mode & 0o777 == 0o700
+        assert (fleet.collected / f"{host}.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_scan_gets_the_torch_python_and_the_labels(fleet: Fleet) -> None:
+    calls = (fleet.tmp / "beta-calls").read_text().splitlines()
+    assert len(calls) == 2  # one a run
+    for call in calls:
+        arguments, labels = call.split(" | ")
+        words = arguments.split()
+        assert words[:3] == ["scan", "--json", "-"]
+        at = words.index("--torch-python")
+        assert words[at + 1] == "/opt/conda/envs/train/bin/python"
+        # The inventory group, then hwadvisor_labels, sorted; the empty rack left out.
+        assert labels == "labels=group=gpu_servers,site=lab"
 
 
 # --------------------------------------------------------------------------------------------

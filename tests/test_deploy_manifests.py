@@ -147,6 +147,10 @@ def test_role_yaml_parses_and_variables_are_documented() -> None:
     options = specs["argument_specs"]["main"]["options"]
     assert set(options) == set(defaults)
     assert options["hwadvisor_bench"]["choices"] == ["auto", "always", "never"]
+    # Profiles hold root-only serial numbers; the controller's copies go outside the checkout.
+    assert defaults["hwadvisor_profile_mode"] == "0600"
+    assert defaults["hwadvisor_output_dir"] == "{{ lookup('env', 'HOME') }}/hwadvisor-profiles"
+    assert defaults["hwadvisor_torch_python"] == "" and defaults["hwadvisor_labels"] == {}
     assert defaults["hwadvisor_bench"] in options["hwadvisor_bench"]["choices"]
     documented = set(re.findall(r"^\| `(hwadvisor_\w+)` \|", DOCS.read_text(), re.MULTILINE))
     assert documented == set(defaults)
