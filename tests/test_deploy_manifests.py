@@ -1070,7 +1070,8 @@ def test_slurm_per_node_by_partition_and_refused_jobs(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert (tmp_path / "sinfo-args").read_text().split() == ["-h", "-N", "-p", "gpu", "-o", "%N"]
     jobs = (tmp_path / "sbatch-args").read_text().splitlines()
-    assert [re.search(r"--nodelist=(\S+)", j)[1] for j in jobs] == ["n1", "n2", "n3"]  # type: ignore[index]
+    nodes = [m[1] for j in jobs if (m := re.search(r"--nodelist=(\S+)", j))]
+    assert nodes == ["n1", "n2", "n3"]
     assert all("--partition=gpu" in j.split() for j in jobs)
     assert "hwadvisor-collect: failed n3: sbatch refused the job" in done.stdout
     assert "2 job(s) submitted, 1 refused" in done.stderr
@@ -1093,3 +1094,18 @@ def test_slurm_per_node_usage_errors(
     assert done.returncode == 2
     assert message in done.stderr
     assert not (tmp_path / "sbatch-args").exists() and not (tmp_path / "srun-args").exists()
+
+
+@pytest.mark.parametrize("which", ["kubernetes", "slurm"])
+def test_scripts_are_shellcheck_clean(tmp_path: Path, which: str) -> None:
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed")
+    if which == "kubernetes":
+        script = tmp_path / "container.sh"
+        script.write_text(_k8s_script())
+        argv = [shellcheck, "-s", "sh", str(script)]  # the image's /bin/sh: POSIX
+    else:
+        argv = [shellcheck, str(SLURM)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
