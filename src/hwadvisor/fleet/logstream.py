@@ -259,8 +259,7 @@ class StreamReader:
         if length > MAX_LINE:
             yield self._skip(
                 where,
-                f"a line of {_size(length)}: longer than any profile's "
-                f"({_size(MAX_LINE)}), not read",
+                f"a line of {_size(length)}: longer than any profile's (4 MiB), not read",
             )
             return
         at = message.find(_JSON_START)
@@ -303,7 +302,7 @@ class StreamReader:
                         f"{FORMAT} (upgrade hwadvisor)",
                     )
                 return
-            yield self._skip(where, f"a {MARKER} line that cannot be read (cut or damaged)")
+            yield self._skip(where, f"an {MARKER} line that cannot be read (cut or damaged)")
             return
         pid, index, count, crc, payload = (
             m.group(2),
@@ -318,7 +317,7 @@ class StreamReader:
         pending = self._pending.get(pid)
         if pending is None:
             if not 1 <= count <= MAX_PARTS:
-                yield self._skip(where, f"a {MARKER} line of {count:,} parts: damaged")
+                yield self._skip(where, f"an {MARKER} line of {count:,} parts: damaged")
                 return
             pending = self._pending[pid] = _Pending(where, count)
         if zlib.crc32(b"%s %d/%d %s" % (pid, index, count, payload)) != crc:
@@ -374,16 +373,20 @@ class StreamReader:
             elif set(missing) & pending.bad:
                 bad = sorted(set(missing) & pending.bad)
                 reason = (
-                    f"{_numbers(bad)} of its {pending.count} lines fail their checksum "
-                    "(cut or damaged on the way)"
+                    f"{_numbers(bad)} of its {pending.count} {_verb(bad, 'fails', 'fail')} "
+                    "the checksum (cut or damaged on the way)"
                 )
             else:
                 reason = (
-                    f"{_numbers(missing)} of its {pending.count} lines missing (lost, or still "
-                    "to be written)"
+                    f"{_numbers(missing)} of its {pending.count} {_verb(missing, 'is', 'are')} "
+                    "missing (lost, or still to be written)"
                 )
             yield self._skip(pending.where, reason)
         self._pending.clear()
+
+
+def _verb(values: list[int], one: str, many: str) -> str:
+    return one if len(values) == 1 else many
 
 
 def _numbers(values: list[int]) -> str:
