@@ -123,6 +123,13 @@ def test_emit_reads_standard_input(monkeypatch: Any, capsys: Any) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe\x00garbage")))
     assert main(["fleet", "emit"]) == 5
 
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    assert main(["fleet", "emit"]) == 2  # nothing piped in: never waits on a terminal
+
 
 def test_emit_to_a_full_disk_is_exit_4(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
     class Full(io.StringIO):

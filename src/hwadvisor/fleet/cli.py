@@ -143,7 +143,8 @@ def _ingest_lines(result: IngestResult, where: str) -> list[str]:
         [
             "hwadvisor fleet ingest profiles/       # again later: reads only new files",
             "hwadvisor fleet ingest --db /srv/fleet.duckdb /srv/profiles/ --json",
-            "kubectl -n hwadvisor logs -l app=hwadvisor --prefix | hwadvisor fleet ingest -",
+            "kubectl -n hwadvisor logs -l app.kubernetes.io/name=hwadvisor --prefix \\",
+            "    --tail=-1 | hwadvisor fleet ingest -   # the profiles in every pod's log",
         ],
         _WRITES,
     )
@@ -199,7 +200,7 @@ def ingest(
 @fleet_app.command(
     epilog=epilog(
         [
-            'hwadvisor fleet emit "$out/profile.json"      # in a DaemonSet, after each scan',
+            'hwadvisor fleet emit "$out/profile.json"   # a DaemonSet, after each scan',
             "hwadvisor scan --json - --no-bench | hwadvisor fleet emit -",
             "hwadvisor fleet emit profile.json --line-bytes 4000 --full",
         ],
@@ -217,7 +218,7 @@ def emit(
             metavar="BYTES",
             min=MIN_LINE_BYTES,
             max=MAX_LINE_BYTES,
-            help=f"The longest line, newline included ({MIN_LINE_BYTES} to {MAX_LINE_BYTES}).",
+            help="The longest line, newline included.",
         ),
     ] = DEFAULT_LINE_BYTES,
     full: Annotated[

@@ -484,12 +484,14 @@ def emit_lines(
     """The lines ``hwadvisor fleet emit`` prints for the profile file ``source`` (``-``:
     standard input): checked as ``hwadvisor report`` would, serials and addresses left out
     unless ``full``. :class:`~hwadvisor.errors.InputError` for a file that is not a profile."""
-    from hwadvisor.errors import InputError
+    from hwadvisor.errors import InputError, UsageError
     from hwadvisor.inputfile import MAX_INPUT_BYTES, decode_text, read_input
     from hwadvisor.model.load import parse_profile
     from hwadvisor.redact import log_copy
 
     if source == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("fleet emit: name a profile file, or pipe one in (-)")
         try:
             raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         except OSError as exc:

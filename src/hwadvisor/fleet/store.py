@@ -608,13 +608,21 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
             ("measurements", rows.measurements),
         ):
             lines[table].extend(dumps({"scan_id": sid, **entry}) for entry in entries)
+        if len(lines["scans"]) >= _CHUNK:  # a log stream's thousands: written as they come
+            _write_lines(lines, stem, chunk)
+    _write_lines(lines, stem, chunk)
+    return chunk
+
+
+def _write_lines(lines: dict[str, list[str]], stem: str, chunk: Chunk) -> None:
+    """Add the rows held in ``lines`` to the chunk's JSON-lines files, and forget them."""
     for name, table_lines in lines.items():
         if table_lines:
             path = f"{stem}-{name}.jsonl"
-            with open(path, "w", encoding="utf-8") as out:
-                out.write("\n".join(table_lines))
+            with open(path, "a", encoding="utf-8") as out:
+                out.write("\n".join(table_lines) + "\n")
             chunk.tables[name] = path
-    return chunk
+            table_lines.clear()
 
 
 def _reader(table: str) -> str:
