@@ -489,3 +489,25 @@ def test_a_reader_is_bounded_by_what_it_holds() -> None:
     cri = [(1, f"2026-11-27T08:00:00Z stdout P {lines[0][:5000]}".encode(), 5031)]
     parts = list(StreamReader("s").parts(cri))
     assert len(parts) == 1 and "fails the checksum" in (parts[0].reason or "")
+
+
+def test_the_lines_are_what_docs_fleet_md_says(tmp_path: Path, capsys: Any) -> None:
+    """Read back by the documented format alone, not by the module's reader."""
+    import base64
+    import hashlib
+
+    assert main(["fleet", "emit", str(FIXTURES / "eight-gpu.json"), "--line-bytes", "3000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    fields = [line.split(" ") for line in lines]
+    assert {f[0] for f in fields} == {"hwadvisor-profile"} and {f[1] for f in fields} == {"v1"}
+    pid = fields[0][2]
+    for f in fields:
+        assert f[3].endswith(f"/{len(lines)}")
+        assert int(f[4], 16) == zlib.crc32(f"{f[2]} {f[3]} {f[5]}".encode())
+    ordered = sorted(fields, key=lambda f: int(f[3].split("/")[0]))
+    raw = zlib.decompress(base64.b64decode("".join(f[5] for f in ordered)))
+    assert hashlib.sha256(raw).hexdigest()[:16] == pid
+    assert json.loads(raw)["gpus"][0]["name"]["value"].startswith("NVIDIA A100")
+    docs = (Path(__file__).parents[1] / "docs" / "fleet.md").read_text(encoding="utf-8")
+    section = docs.split("## Profiles from logs", 1)[1]
+    assert "CRC-32 of `<id> <i>/<n> <payload>`" in section
