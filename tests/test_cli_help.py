@@ -25,6 +25,7 @@ COMMANDS = [
     ["schema"],
     ["fleet"],
     ["fleet", "ingest"],
+    ["fleet", "emit"],
     ["fleet", "summary"],
     ["fleet", "export"],
     ["fleet", "advise"],

@@ -440,3 +440,63 @@ def default_salt() -> str:
 def salt_warning() -> str | None:
     """Why redaction tokens of this run are not comparable with other runs', if they are not."""
     return resolve_salt()[1]
+
+
+# --------------------------------------------------------------------------------------------
+# A copy for logs (``hwadvisor fleet emit``)
+
+#: Why a fact is null in a log copy.
+LOG_REASON = "left out of the log copy (hwadvisor fleet emit --full keeps it)"
+_LOG_IP = "(ip removed)"
+_LOG_MAC = "(mac removed)"
+
+
+def _addresses_removed(text: str, ipv4: bool) -> str:
+    """``text`` with IP and MAC addresses replaced; UUIDs (the GPUs' ids) left as they are."""
+    out: list[str] = []
+    start = 0
+    for match in [*_UUID_RE.finditer(text), None]:
+        end = match.start() if match is not None else len(text)
+        part = text[start:end]
+        if part:
+            for pattern in (_MAC_RE, _MAC_DOTTED_RE, _MAC_BARE_RE):
+                part = pattern.sub(_LOG_MAC, part)
+            part = _IPV6_RE.sub(lambda m: _LOG_IP if _is_ipv6(m.group(0)) else m.group(0), part)
+            if ipv4:
+                part = _IPV4_RE.sub(_LOG_IP, part)
+        out.append(part)
+        if match is not None:
+            out.append(match.group(0))
+            start = match.end()
+    return "".join(out)
+
+
+def log_copy(data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a dumped profile for logs that many people read: serial numbers (system,
+    board, GPUs) and network hardware addresses become null with :data:`LOG_REASON`, IP and
+    MAC addresses in free text ``(ip removed)``/``(mac removed)``. Kept, because the fleet
+    needs them to tell machines apart: the host name, the machine id and the GPU UUIDs."""
+
+    def is_fact(node: Any) -> bool:
+        return isinstance(node, dict) and "value" in node and "reason" in node
+
+    def walk(node: Any, key: str, ipv4: bool) -> Any:
+        if isinstance(node, dict):
+            if is_fact(node) and (key == "mac" or key == "serial" or key.endswith("_serial")):
+                return {**node, "value": None, "reason": LOG_REASON} if node["value"] else node
+            out: dict[str, Any] = {}
+            for k, v in node.items():
+                if k in _ENUM_KEYS or (key == "" and k == "host"):
+                    out[k] = v
+                    continue
+                child_ipv4 = ipv4 and not any(part in k.lower() for part in _NO_IPV4_KEY_PARTS)
+                out[k] = walk(v, k, child_ipv4)
+            return out
+        if isinstance(node, list):
+            return [walk(v, key, ipv4) for v in node]
+        if isinstance(node, str):
+            return _addresses_removed(node, ipv4)
+        return node
+
+    result: dict[str, Any] = walk(data, "", True)
+    return result

@@ -16,6 +16,7 @@ import typer
 
 from hwadvisor.cliopts import DeadlineOpt, QuietOpt
 from hwadvisor.exitcodes import ExitStatus, epilog
+from hwadvisor.fleet.logstream import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, MIN_LINE_BYTES
 
 if TYPE_CHECKING:
     from hwadvisor.fleet.store import Fleet, IngestResult
@@ -142,13 +143,19 @@ def _ingest_lines(result: IngestResult, where: str) -> list[str]:
         [
             "hwadvisor fleet ingest profiles/       # again later: reads only new files",
             "hwadvisor fleet ingest --db /srv/fleet.duckdb /srv/profiles/ --json",
+            "kubectl -n hwadvisor logs -l app.kubernetes.io/name=hwadvisor --prefix \\",
+            "    --tail=-1 | hwadvisor fleet ingest -   # the profiles in every pod's log",
         ],
         _WRITES,
     )
 )
 def ingest(
     sources: Annotated[
-        list[Path], typer.Argument(metavar="PATH...", help="Folders or files of profiles.")
+        list[Path],
+        typer.Argument(
+            metavar="PATH...",
+            help="Folders or files of profiles, or log streams (- for standard input).",
+        ),
     ],
     db: Annotated[
         Path,
@@ -161,12 +168,14 @@ def ingest(
 
     Reads new and changed files only; the latest scan of each machine wins and its history is
     kept. Files that are not profiles are skipped with a reason; the whole ingest is one
-    transaction."""
+    transaction. A log stream (kubectl logs, a pod's log file) gives every profile in it
+    (see fleet emit)."""
+    from hwadvisor.fleet.logstream import stdin_sources
     from hwadvisor.fleet.store import ingest as run_ingest
     from hwadvisor.fleet.store import open_fleet
 
-    with open_fleet(db, create=True) as fleet:
-        result = run_ingest(fleet, sources)
+    with open_fleet(db, create=True) as fleet, stdin_sources(sources) as paths:
+        result = run_ingest(fleet, paths)
         hosts = fleet.scalar("SELECT count(*) FROM hosts")
     if as_json:
         out = {
@@ -186,6 +195,58 @@ def ingest(
     for line in _ingest_lines(result, str(db)):
         typer.echo(line)
     typer.echo(f"{db}: {hosts:,} hosts")
+
+
+@fleet_app.command(
+    epilog=epilog(
+        [
+            'hwadvisor fleet emit "$out/profile.json"   # a DaemonSet, after each scan',
+            "hwadvisor scan --json - --no-bench | hwadvisor fleet emit -",
+            "hwadvisor fleet emit profile.json --line-bytes 4000 --full",
+        ],
+        [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
+    )
+)
+def emit(
+    profile: Annotated[
+        str, typer.Argument(metavar="PROFILE", help="A profile file, or - for standard input.")
+    ] = "-",
+    line_bytes: Annotated[
+        int,
+        typer.Option(
+            "--line-bytes",
+            metavar="BYTES",
+            min=MIN_LINE_BYTES,
+            max=MAX_LINE_BYTES,
+            help="The longest line, newline included.",
+        ),
+    ] = DEFAULT_LINE_BYTES,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Keep serial numbers and MAC and IP addresses (left out by default)."
+        ),
+    ] = False,
+) -> None:
+    """Print a profile as log lines that log pipelines keep whole.
+
+    A few lines of at most --line-bytes, each with a checksum, for `fleet ingest` to join
+    again from kubectl logs or a pod's log file. Host name, machine id and GPU UUIDs are kept;
+    serial numbers and MAC and IP addresses are left out unless --full."""
+    import errno
+    import sys
+
+    from hwadvisor.errors import OutputError
+    from hwadvisor.fleet.logstream import emit_lines
+
+    lines = emit_lines(profile, line_bytes=line_bytes, full=full)
+    try:
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+            raise
+        raise OutputError(f"standard output cannot be written: {exc.strerror or exc}") from exc
 
 
 def _hosts(n: int) -> str:

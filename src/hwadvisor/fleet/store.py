@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.errors import HwAdvisorError, InputError, OutputError
+from hwadvisor.fleet import logstream
 from hwadvisor.fleet.rows import (
     FINDING_COLUMNS,
     GPU_COLUMNS,
@@ -246,6 +247,8 @@ class Loaded:
     rows: Rows | None = None
     doc: bytes | None = None
     reason: str | None = None
+    stream: str | None = None
+    """A log stream's own row (what it held); its profiles come as rows of their own."""
 
 
 def _reason(exc: HwAdvisorError, path: str) -> str:
@@ -265,6 +268,12 @@ def load_file(item: tuple[str, int, int]) -> Loaded:
         # the next ingest tries it again even if the file has not changed.
         out.size, out.mtime_ns = -1, -1
         return out
+    return load_text(out, text)
+
+
+def load_text(out: Loaded, text: str) -> Loaded:
+    """Check and flatten the text of one profile: a file's, or one found in a log stream."""
+    path = out.path
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     out.scan_id = digest[:32]
     try:
@@ -281,6 +290,24 @@ def load_file(item: tuple[str, int, int]) -> Loaded:
         out.rows, out.doc = None, None
         out.reason = f"could not be read ({type(exc).__name__}: {_first_line(str(exc))[:100]})"
     return out
+
+
+def load_items(item: tuple[str, int, int]) -> Iterator[Loaded]:
+    """What one file gave: its profile, or for a log stream (:mod:`.logstream`) each profile
+    in it under the name of where it was, then the stream's own row (for its size and time)."""
+    stream = logstream.open_stream(item[0])
+    if stream is None:
+        loaded = load_file(item)
+        loaded.path = logstream.display_name(loaded.path)
+        yield loaded
+        return
+    for part in stream.parts():
+        out = Loaded(part.where, len(part.text or ""), item[2], reason=part.reason)
+        yield out if part.text is None else load_text(out, part.text)
+    if stream.error:  # not read to its end: read again next time
+        yield Loaded(stream.name, -1, -1, reason=stream.error)
+    else:
+        yield Loaded(stream.name, item[1], item[2], stream=stream.stats.summary())
 
 
 def _document(text: str, path: str) -> tuple[dict[str, Any], str, bool]:
@@ -542,9 +569,11 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
     lines: dict[str, list[str]] = {name: [] for name in _TABLES}
     seen: set[str] = set()
     dumps = json.dumps
-    for item in items:
-        loaded = load_file(item)
+    for loaded in (one for item in items for one in load_items(item)):
         path = db_path(loaded.path)
+        if loaded.stream is not None:
+            chunk.files.append((path, loaded.size, loaded.mtime_ns, None, "stream", loaded.stream))
+            continue
         rows, sid = loaded.rows, loaded.scan_id
         if rows is None or sid is None:
             reason = loaded.reason or "unreadable"
@@ -579,13 +608,21 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
             ("measurements", rows.measurements),
         ):
             lines[table].extend(dumps({"scan_id": sid, **entry}) for entry in entries)
+        if len(lines["scans"]) >= _CHUNK:  # a log stream's thousands: written as they come
+            _write_lines(lines, stem, chunk)
+    _write_lines(lines, stem, chunk)
+    return chunk
+
+
+def _write_lines(lines: dict[str, list[str]], stem: str, chunk: Chunk) -> None:
+    """Add the rows held in ``lines`` to the chunk's JSON-lines files, and forget them."""
     for name, table_lines in lines.items():
         if table_lines:
             path = f"{stem}-{name}.jsonl"
-            with open(path, "w", encoding="utf-8") as out:
-                out.write("\n".join(table_lines))
+            with open(path, "a", encoding="utf-8") as out:
+                out.write("\n".join(table_lines) + "\n")
             chunk.tables[name] = path
-    return chunk
+            table_lines.clear()
 
 
 def _reader(table: str) -> str:
@@ -604,7 +641,7 @@ def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult) -> None:
     """Add a worker's chunk: scans the database does not have yet, with their rows."""
     con = fleet.con
     for path, _size, _mtime, _sid, status, reason in chunk.files:
-        if status != "ok":
+        if status == "skipped":
             result.skipped.append((path, reason or "unreadable"))
     new = 0
     if "scans" in chunk.tables:
