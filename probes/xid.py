@@ -40,8 +40,7 @@ _CHUNK = 8192
 #: How every reason for an unreadable kernel log starts.
 UNREADABLE = "kernel log not readable"
 NOT_READABLE = (
-    f"{UNREADABLE}: permission denied (kernel.dmesg_restrict, or a container without "
-    "CAP_SYSLOG)"
+    f"{UNREADABLE}: permission denied (kernel.dmesg_restrict, or a container without CAP_SYSLOG)"
 )
 
 _XID = re.compile(
