@@ -32,6 +32,7 @@ from hwadvisor.cliopts import (
     MicroBatchOpt,
     OptimizerOpt,
     QuietOpt,
+    TorchPythonOpt,
     VocabOpt,
 )
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
@@ -285,6 +286,7 @@ def scan(
             "names; a failure, or what made the scan degraded (exit 3), goes to stderr.",
         ),
     ] = False,
+    torch_python: TorchPythonOpt = None,
 ) -> None:
     """Detect and measure this machine; write its profile and report.
 
@@ -311,6 +313,7 @@ def scan(
         workload, None, assume_gpu, gpus, rules, prices, deadline, kwh_price, need_workload=False
     )
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
+    options.torch_python = torch_python
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
 
