@@ -293,7 +293,10 @@ def scan(
     Detects the CPU, memory, GPUs, drivers and the PyTorch stack, then measures what the
     machine does (matmul, convolution, memory bandwidth, transfers, a training step), prints a
     summary and writes the profile as JSON, HTML and PDF into --out. With --workload it also
-    says whether the machine is enough for that work. Nothing is ever overwritten."""
+    says whether the machine is enough for that work. Nothing is ever overwritten.
+
+    In a container, set HWADVISOR_HOST_ROOT to where the node's root filesystem is mounted
+    (e.g. /host): the node's OS name and machine-id are read there."""
     from hwadvisor.render.report import parse_formats, parse_paper
 
     how = _Output(
