@@ -230,7 +230,9 @@ def test_a_lost_gpu_is_not_judged() -> None:
 def test_without_nvml_cuda_version_the_branch_says_it() -> None:
     """An imported nvidia-smi table may give the driver but not its CUDA version."""
     p = profile([gpu("Tesla T4", "7.5", "Turing")], nvml("470.256.02", None))
-    assert "driver 470.256.02 (CUDA 11.4)" in findings(p)[FLOOR_RULE].title
+    finding = findings(p)[FLOOR_RULE]
+    assert "driver 470.256.02 (CUDA 11.4)" in finding.title
+    assert "up to 11.4 (known from its branch: NVML did not say)." in finding.detail
     p = profile([gpu("Tesla T4", "7.5", "Turing")], nvml("535.183.01", None))
     assert FLOOR_RULE not in findings(p)
 

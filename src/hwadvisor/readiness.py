@@ -401,7 +401,7 @@ def _frameworks_need_newer_driver(profile: Profile) -> list[Finding]:
         return []
     from hwadvisor.catalog.drivers import load_driver_catalog
 
-    cuda, _how = _driver_cuda_of(profile) or ((0, 0), "")
+    cuda, how = _driver_cuda_of(profile) or ((0, 0), "NVML")
     driver = _driver_version(profile)
     where = f"driver {driver[0]}" if driver else "this NVIDIA driver"
     shown = f"{cuda[0]}.{cuda[1]}"
@@ -416,7 +416,8 @@ def _frameworks_need_newer_driver(profile: Profile) -> list[Finding]:
         f"newer): {'; '.join(f.builds for f in group)} (as of {max(f.checked for f in group)})."
         for (need, driver_min), group in groups.items()
     )
-    detail = f"NVIDIA {where} supports CUDA up to {shown}. {needs}"
+    known = " (known from its branch: NVML did not say)" if how != "NVML" else ""
+    detail = f"NVIDIA {where} supports CUDA up to {shown}{known}. {needs}"
     torch = _torch(profile)
     if _build(profile) == "cuda" and torch.cuda_available.value:
         detail += (
