@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+#: The environment variable naming where the node's root filesystem is mounted in a container
+#: (the Kubernetes DaemonSet mounts it at ``/host``).
+HOST_ROOT_ENV = "HWADVISOR_HOST_ROOT"
 
 
 @dataclass(frozen=True)
@@ -16,6 +21,10 @@ class Roots:
     etc: Path = Path("/etc")
     root: Path = Path("/")
     """For marker files such as ``/.dockerenv`` and ``/run/.containerenv``."""
+    host: Path | None = None
+    """The node's root filesystem as mounted in this container (``HWADVISOR_HOST_ROOT``), or
+    None: the OS name and machine-id are then read there first, falling back on this
+    container's own (the profile says which)."""
 
     @property
     def cgroup(self) -> Path:
@@ -27,3 +36,10 @@ class Roots:
         return cls(
             proc=base / "proc", sys=base / "sys", dev=base / "dev", etc=base / "etc", root=base
         )
+
+    @classmethod
+    def live(cls, env: Mapping[str, str]) -> Roots:
+        """The live machine's roots, with the host root ``env`` names (``HWADVISOR_HOST_ROOT``;
+        unset or empty: none)."""
+        host = env.get(HOST_ROOT_ENV, "").strip()
+        return replace(cls(), host=Path(host) if host else None)

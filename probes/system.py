@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from hwadvisor.model.profile import HostIdentity, MemoryInfo, PciDevice, Platfor
 from . import cgroup
 from ._common import PSUTIL_ERRORS
 from .cpu import read_sysctl
-from .roots import Roots
+from .roots import HOST_ROOT_ENV, Roots
 
 _LIVE_ROOTS = Roots()
 
@@ -148,8 +148,7 @@ def probe_storage(path: Path) -> StorageInfo:
 # Platform
 
 
-def _os_release(roots: Roots) -> dict[str, str]:
-    text = _read(roots.etc / "os-release") or _read(roots.root / "usr" / "lib" / "os-release")
+def _parse_os_release(text: str | None) -> dict[str, str]:
     values: dict[str, str] = {}
     for line in (text or "").splitlines():
         key, sep, value = line.partition("=")
@@ -158,15 +157,41 @@ def _os_release(roots: Roots) -> dict[str, str]:
     return values
 
 
+def _os_name(text: str | None) -> str | None:
+    release = _parse_os_release(text)
+    name = release.get("PRETTY_NAME") or " ".join(
+        part for part in (release.get("NAME"), release.get("VERSION")) if part
+    )
+    return name or None
+
+
+def _from_host(
+    roots: Roots, paths: tuple[str, ...], read: Callable[[str | None], str | None], what: str
+) -> tuple[str | None, str | None]:
+    """``read`` of the first of ``paths`` under the host root that gives a value, and the note
+    the fact carries: where it came from, or why the container's own is used instead."""
+    if roots.host is None:
+        return None, None
+    for relative in paths:
+        value = read(_read(roots.host / relative))
+        if value:
+            return value, f"read from the host root {roots.host}/{relative} ({HOST_ROOT_ENV})"
+    shown = " or ".join(paths)
+    return None, (
+        f"{HOST_ROOT_ENV}={roots.host} has no readable {shown}: {what} is the container's own"
+    )
+
+
 def _distribution(roots: Roots, system: str) -> Fact[str]:
     if system == "Linux":
-        release = _os_release(roots)
-        name = release.get("PRETTY_NAME") or " ".join(
-            part for part in (release.get("NAME"), release.get("VERSION")) if part
-        )
+        name, note = _from_host(roots, ("etc/os-release", "usr/lib/os-release"), _os_name, "the OS")
         if name:
-            return fact(name, Source.OS)
-        return unknown("no /etc/os-release", Source.OS)
+            return Fact[str](value=name, source=Source.OS, reason=note)
+        text = _read(roots.etc / "os-release") or _read(roots.root / "usr" / "lib" / "os-release")
+        name = _os_name(text)
+        if name:
+            return Fact[str](value=name, source=Source.OS, reason=note)
+        return unknown("no /etc/os-release" + (f"; {note}" if note else ""), Source.OS)
     if system == "Darwin":
         version = platform.mac_ver()[0]
         return fact(f"macOS {version}" if version else None, Source.PLATFORM, "no macOS version")
@@ -294,19 +319,46 @@ def probe_platform(
 # Host
 
 
+def _hashed_id(text: str | None) -> str | None:
+    if not text:
+        return None
+    digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
+    return f"sha256:{digest[:16]}"
+
+
 def probe_host(roots: Roots = _LIVE_ROOTS) -> HostIdentity:
-    """Hostname and a stable, hashed machine id (the raw id never leaves the machine)."""
+    """Hostname and a stable, hashed machine id (the raw id never leaves the machine).
+
+    With a host root (:attr:`Roots.host`), the machine-id is the node's. The hostname stays the
+    one this process sees: in a container that is the node's only when it shares the node's
+    network namespace (Kubernetes ``hostNetwork``), which the note says."""
     try:
         hostname: Fact[str] = fact(socket.gethostname() or None, Source.OS, "empty hostname")
     except OSError as exc:
         hostname = unknown(f"socket.gethostname() failed: {exc}", Source.OS)
+    if roots.host is not None and hostname.value is not None:
+        hostname = Fact[str](
+            value=hostname.value,
+            source=Source.OS,
+            reason="this container's hostname (the node's where it shares the node's network, "
+            "as with hostNetwork)",
+        )
     machine_id: Fact[str] = unknown(
         "no machine-id (/etc/machine-id or /var/lib/dbus/machine-id)", Source.OS
     )
+    node_id, note = _from_host(
+        roots, ("etc/machine-id", "var/lib/dbus/machine-id"), _hashed_id, "the machine-id"
+    )
+    if node_id:
+        return HostIdentity(
+            hostname=hostname, machine_id=Fact[str](value=node_id, source=Source.OS, reason=note)
+        )
     for path in (roots.etc / "machine-id", roots.root / "var" / "lib" / "dbus" / "machine-id"):
-        text = _read(path)
-        if text:
-            digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
-            machine_id = fact(f"sha256:{digest[:16]}", Source.OS)
+        own = _hashed_id(_read(path))
+        if own:
+            machine_id = Fact[str](value=own, source=Source.OS, reason=note)
             break
+    else:
+        if note:
+            machine_id = unknown(f"{machine_id.reason}; {note}", Source.OS)
     return HostIdentity(hostname=hostname, machine_id=machine_id)

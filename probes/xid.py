@@ -6,8 +6,10 @@ the ones the kernel still holds in its log buffer instead::
     NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.
 
 ``/dev/kmsg`` is read without blocking (what is buffered, then stop), bounded in lines, bytes and
-time. Where ``kernel.dmesg_restrict`` is set only root may read it: the GPUs' Xid facts then say
-so. Each line names the GPU by PCI bus id; :func:`attribute` gives each GPU its codes.
+time. Where ``kernel.dmesg_restrict`` is set only root (CAP_SYSLOG) may read it, and a container
+sees it only when it is mounted in: the GPUs' Xid facts then say so, each reason starting with
+:data:`UNREADABLE` (the readiness finding ``xid-log-unreadable`` looks for that prefix). Each
+line names the GPU by PCI bus id; :func:`attribute` gives each GPU its codes.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ MAX_BYTES = 32 * 1024 * 1024
 MAX_SECONDS = 1.0
 _CHUNK = 8192
 
-NOT_READABLE = "kernel log not readable (dmesg_restrict; run as root)"
+#: How every reason for an unreadable kernel log starts.
+UNREADABLE = "kernel log not readable"
+NOT_READABLE = (
+    f"{UNREADABLE}: permission denied (kernel.dmesg_restrict, or a container without CAP_SYSLOG)"
+)
 
 _XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bus>(?:[0-9A-Fa-f]{1,8}:)?[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2})"
@@ -145,8 +151,8 @@ def _why_not(exc: OSError, path: Path) -> str:
     if exc.errno in (errno.EPERM, errno.EACCES):
         return NOT_READABLE
     if exc.errno == errno.ENOENT:
-        return f"no {path} (a container without the host's kernel log, or not Linux)"
-    return f"kernel log unreadable ({path}: {exc.strerror or exc})"
+        return f"{UNREADABLE}: no {path} (a container without the node's /dev/kmsg, or not Linux)"
+    return f"{UNREADABLE} ({path}: {exc.strerror or exc})"
 
 
 def attribute(gpus: list[GpuInfo], log: KernelLog) -> list[XidEvent]:
@@ -160,7 +166,7 @@ def attribute(gpus: list[GpuInfo], log: KernelLog) -> list[XidEvent]:
         if gpu.vendor != "nvidia":
             continue
         if not log.readable:
-            gpu.xid_errors_recent = unknown(log.reason or "kernel log not read", SRC)
+            gpu.xid_errors_recent = unknown(log.reason or UNREADABLE, SRC)
             continue
         key = bus_key(gpu.pci_bus_id.value) if gpu.pci_bus_id.value else None
         if key is None:

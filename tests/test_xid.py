@@ -159,13 +159,15 @@ def test_dmesg_restrict(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setattr(xid.os, "open", refuse)
     log = read_kernel_log(Roots(dev=KMSG / "dev"))
     assert not log.readable
-    assert log.reason == NOT_READABLE == "kernel log not readable (dmesg_restrict; run as root)"
+    assert log.reason == NOT_READABLE
+    assert NOT_READABLE.startswith(f"{xid.UNREADABLE}: permission denied")
 
 
 def test_no_kmsg(tmp_path: Path) -> None:
     log = read_kernel_log(Roots(dev=tmp_path))
     assert not log.readable
-    assert log.reason is not None and log.reason.startswith(f"no {tmp_path / 'kmsg'}")
+    assert log.reason is not None
+    assert log.reason.startswith(f"{xid.UNREADABLE}: no {tmp_path / 'kmsg'}")
 
 
 def test_a_read_error_before_anything_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,7 +177,7 @@ def test_a_read_error_before_anything_was_read(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(xid.os, "read", fail)
     log = read_kernel_log(Roots(dev=KMSG / "dev"))
     assert not log.readable
-    assert log.reason == f"kernel log unreadable ({KMSG / 'dev' / 'kmsg'}: Input/output error)"
+    assert log.reason == f"kernel log not readable ({KMSG / 'dev' / 'kmsg'}: Input/output error)"
 
 
 def test_an_overwritten_record_is_skipped_and_the_read_goes_on(
@@ -321,6 +323,59 @@ def test_scan_with_an_unreadable_log_marks_the_probe_partial(
     run = {r.name: r for r in profile.diagnostics.probes}["xid"]
     assert run.status == ProbeStatus.PARTIAL and run.message == NOT_READABLE
     assert [g.xid_errors_recent.reason for g in profile.gpus[:2]] == [NOT_READABLE] * 2
+    # The profile says so in a finding too: information, never named gpu-xid-* (the fleet
+    # holds back hosts with gpu-xid-* findings above info; this one says nothing of health).
+    (finding,) = [f for f in profile.findings if "xid" in f.id]
+    assert finding.id == "xid-log-unreadable" and finding.severity == "info"
+    assert finding.title == "Xid errors could not be read here"
+    assert "GPU 0, GPU 1" in finding.detail and "permission denied" in finding.detail
+
+
+@pytest.mark.parametrize(
+    ("error", "container", "expected_reason", "expected_fix"),
+    [
+        (errno.EPERM, "kubernetes", "permission denied", "mount the node's /dev/kmsg"),
+        (errno.EACCES, "none", "permission denied", "scan as root"),
+        (errno.ENOENT, "docker", "no ", "CAP_SYSLOG"),
+        (errno.EIO, "none", "Input/output error", "kernel.dmesg_restrict=0"),
+    ],
+)
+def test_every_unreadable_log_gives_one_info_finding(
+    error: int, container: str, expected_reason: str, expected_fix: str
+) -> None:
+    from hwadvisor.model.profile import PlatformInfo, Profile, ToolInfo
+    from hwadvisor.readiness import assess
+
+    reason = xid._why_not(OSError(error, os.strerror(error)), Path("/dev/kmsg"))
+    gpus = [gpu(0, "00000000:17:00.0"), gpu(1, "00000000:3B:00.0")]
+    attribute(gpus, KernelLog(readable=False, reason=reason))
+    profile = Profile(
+        tool=ToolInfo(version="t"),
+        created_utc="2026-01-01T00:00:00Z",
+        gpus=gpus,
+        platform=PlatformInfo(container=fact(container, Source.ENV)),
+    )
+    findings = [f for f in assess(profile) if "xid" in f.id]
+    assert [(f.id, f.severity) for f in findings] == [("xid-log-unreadable", "info")]
+    assert expected_reason in findings[0].detail
+    assert expected_fix in findings[0].fix
+
+
+def test_no_unreadable_finding_when_the_log_was_read_or_never_asked() -> None:
+    from hwadvisor.model.profile import Profile, ToolInfo
+    from hwadvisor.readiness import assess
+
+    def ids(gpus: list[GpuInfo]) -> list[str]:
+        profile = Profile(tool=ToolInfo(version="t"), created_utc="2026-01-01T00:00:00Z", gpus=gpus)
+        return [f.id for f in assess(profile) if "xid" in f.id]
+
+    read = [gpu(0, "00000000:17:00.0"), gpu(1, None)]  # one read, one without a bus id
+    attribute(read, read_kernel_log(Roots(dev=KMSG / "dev")))
+    assert ids(read) == []
+    assert ids([gpu(0, "00000000:17:00.0")]) == []  # the probe never ran: "not probed"
+    smi = gpu(0, "00000000:17:00.0")  # an nvidia-smi import: Xid unknown from another source
+    smi.xid_errors_recent = fact(None, Source.NVIDIA_SMI, "nvidia-smi does not show Xid errors")
+    assert ids([smi]) == []
 
 
 def test_scan_with_xids_for_a_gpu_nvml_does_not_list(tmp_path: Path) -> None:

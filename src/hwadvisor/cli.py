@@ -32,6 +32,7 @@ from hwadvisor.cliopts import (
     MicroBatchOpt,
     OptimizerOpt,
     QuietOpt,
+    TorchPythonOpt,
     VocabOpt,
 )
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
@@ -285,13 +286,17 @@ def scan(
             "names; a failure, or what made the scan degraded (exit 3), goes to stderr.",
         ),
     ] = False,
+    torch_python: TorchPythonOpt = None,
 ) -> None:
     """Detect and measure this machine; write its profile and report.
 
     Detects the CPU, memory, GPUs, drivers and the PyTorch stack, then measures what the
     machine does (matmul, convolution, memory bandwidth, transfers, a training step), prints a
     summary and writes the profile as JSON, HTML and PDF into --out. With --workload it also
-    says whether the machine is enough for that work. Nothing is ever overwritten."""
+    says whether the machine is enough for that work. Nothing is ever overwritten.
+
+    In a container, set HWADVISOR_HOST_ROOT to where the node's root filesystem is mounted
+    (e.g. /host): the node's OS name and machine-id are read there."""
     from hwadvisor.render.report import parse_formats, parse_paper
 
     how = _Output(
@@ -311,6 +316,7 @@ def scan(
         workload, None, assume_gpu, gpus, rules, prices, deadline, kwh_price, need_workload=False
     )
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
+    options.torch_python = torch_python
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
 

@@ -167,3 +167,37 @@ __all__ = [
     "parse_deadline",
     "parse_kwh",
 ]
+
+
+def _command_line(text: str | None) -> str | None:
+    """A command line as a shell would split it: an empty or unbalanced one is refused now
+    (exit 2), a program that cannot run is found by the scan (exit 3)."""
+    if text is None:
+        return None
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r} is not a command line: {exc}") from None
+    if not words:
+        raise typer.BadParameter("give an interpreter, e.g. /opt/conda/envs/ml/bin/python")
+    return text
+
+
+TorchPythonOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at run time (Python 3.10)
+    typer.Option(
+        "--torch-python",
+        callback=_command_line,
+        envvar="HWADVISOR_TORCH_PYTHON",
+        metavar="PYTHON",
+        help="Read the PyTorch facts with this interpreter instead of hwadvisor's own: a path "
+        "(a conda environment's bin/python) or a command line that runs python (e.g. 'docker "
+        "exec -i trainer python'; split like a shell would, never run by one). It needs torch, "
+        "not hwadvisor: a self-contained probe runs there under the same time limit and is "
+        "killed with its process group. If it cannot run or answers nothing usable, the torch "
+        "facts are unknown and the scan exits 3. The benchmarks still run with hwadvisor's "
+        "own Python (skipped when that has no torch).",
+    ),
+]

@@ -305,3 +305,97 @@ def child_main() -> None:
     sys.stdout.flush()
     # Skip interpreter teardown: CUDA/NVML atexit handlers have been seen to hang.
     os._exit(0)
+
+
+@dataclass
+class CommandResult:
+    """What a command run by :func:`run_command` left: its output, or why there is none."""
+
+    status: ChildStatus
+    stdout: bytes = b""
+    returncode: int | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    stderr_tail: str = ""
+
+
+#: The most of a command's standard output kept (a torch report is a few kB).
+MAX_COMMAND_OUTPUT = 8 * 1024 * 1024
+
+
+def run_command(
+    argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None
+) -> CommandResult:
+    """Run ``argv`` (another program: an interpreter, a wrapper script) as an isolated child:
+    its own session, no stdin, a time limit after which the whole group is killed, and killed
+    with the others on Ctrl-C (:func:`kill_all_children`). Never raises for what it does.
+
+    The caller reads the result from ``stdout`` (at most :data:`MAX_COMMAND_OUTPUT` bytes)."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ if env is None else env),
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return CommandResult("failed", error=f"cannot run {argv[0]!r}: {why}")
+    with _LIVE.lock:
+        stopping = _LIVE.stopping
+        _LIVE.procs.add(proc)
+    try:
+        if stopping:
+            return CommandResult("failed", error="stopped: hwadvisor is exiting")
+        return _follow_command(proc, timeout_s, started)
+    finally:
+        _kill_group(proc)
+        with _LIVE.lock:
+            _LIVE.procs.discard(proc)
+
+
+def _follow_command(
+    proc: subprocess.Popen[bytes], timeout_s: float, started: float
+) -> CommandResult:
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        kept = 0
+        while chunk := proc.stdout.read(65536):
+            if kept < MAX_COMMAND_OUTPUT:
+                out_chunks.append(chunk[: MAX_COMMAND_OUTPUT - kept])
+                kept += len(chunk)
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        while chunk := proc.stderr.read(65536):
+            err_chunks.append(chunk)
+            del err_chunks[:-4]  # only the tail is kept
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (read_stdout, read_stderr)]
+    for thread in threads:
+        thread.start()
+    try:
+        proc.wait(timeout=max(0.0, started + timeout_s - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        _reap(proc, threads)
+        return CommandResult(
+            "timeout",
+            error=f"did not finish within {timeout_s:g} s and was stopped",
+            seconds=time.monotonic() - started,
+            stderr_tail=_tail(b"".join(err_chunks)),
+        )
+    _reap(proc, threads)
+    return CommandResult(
+        "ok",
+        stdout=b"".join(out_chunks),
+        returncode=proc.returncode,
+        seconds=time.monotonic() - started,
+        stderr_tail=_tail(b"".join(err_chunks)),
+    )

@@ -6,6 +6,8 @@ The pipeline never prints. It reports progress through a callback, and returns a
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +42,7 @@ from hwadvisor.probes import cpu as cpu_probe
 from hwadvisor.probes import dmi as dmi_probe
 from hwadvisor.probes import network as network_probe
 from hwadvisor.probes import system as system_probe
+from hwadvisor.probes import torch_stack
 from hwadvisor.probes import xid as xid_probe
 from hwadvisor.probes.amd import AmdReport
 from hwadvisor.probes.nvml import NvmlReport
@@ -98,8 +101,12 @@ class ScanOptions:
     """Total measurement budget in seconds; None: the default per CPU and per GPU."""
     bench_target: str | None = None
     """The benchmark child's entry point, replaceable by tests."""
-    roots: Roots = field(default_factory=Roots)
+    roots: Roots = field(default_factory=lambda: Roots.live(os.environ))
+    """Where the filesystem probes look; live, with ``HWADVISOR_HOST_ROOT`` as the node's root."""
     env: Mapping[str, str] | None = None
+    torch_python: str | None = None
+    """Another interpreter (a command line) whose torch the torch probe reads (``scan
+    --torch-python``); None: hwadvisor's own, in a spawned child."""
     #: Per isolated probe. Importing torch from a cold disk can take tens of seconds.
     timeouts_s: dict[str, float] = field(
         default_factory=lambda: {"cpuinfo": 10.0, "nvml": 15.0, "amdsmi": 15.0, "torch": 60.0}
@@ -153,11 +160,16 @@ class _Runner:
         self.finished(name, start, ProbeStatus.OK, None)
         return result
 
-    def isolated(self, name: str, target: str, timeout_s: float) -> ChildResult:
+    def isolated(
+        self, name: str, target: str, timeout_s: float, python: str | None = None
+    ) -> ChildResult:
         start = self.started(name)
-        result = run_isolated(target, timeout_s=timeout_s)
+        if python is None:
+            result = run_isolated(target, timeout_s=timeout_s)
+        else:
+            result = torch_stack.run_torch_python(python, timeout_s)
         if result.status == "ok":
-            self.finished(name, start, ProbeStatus.OK, None)
+            self.finished(name, start, ProbeStatus.OK, python and f"read with {python!r}")
         elif result.status == "timeout":
             self.finished(name, start, ProbeStatus.TIMEOUT, result.error)
         else:
@@ -195,8 +207,9 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
         # Slow children first, so that they run while the quick probes do.
         children: dict[str, Future[ChildResult]] = {}
         for name in ("torch", "nvml"):
+            python = options.torch_python if name == "torch" else None
             children[name] = pool.submit(
-                runner.isolated, name, options.targets[name], options.timeouts_s[name]
+                runner.isolated, name, options.targets[name], options.timeouts_s[name], python
             )
         if cpu_probe.needs_cpuinfo(roots):
             children["cpuinfo"] = pool.submit(
@@ -274,7 +287,7 @@ def run_scan(options: ScanOptions, progress: ProgressCallback | None = None) -> 
     _merge_nvml(profile, runner, results["nvml"])
     if "amdsmi" in results:
         _merge_amd(profile, runner, results["amdsmi"])
-    _merge_torch(profile, runner, results["torch"])
+    _merge_torch(profile, runner, results["torch"], options.torch_python)
     _xid_errors(profile, runner, roots)
     identify_gpus(profile)
     profile.findings = assess(profile)
@@ -292,6 +305,15 @@ def _benchmark(profile: Profile, options: ScanOptions, runner: _Runner) -> None:
     from hwadvisor import benchrun
 
     start = runner.started("benchmarks")
+    if options.torch_python is not None and importlib.util.find_spec("torch") is None:
+        # The torch facts came from another interpreter; the benchmarks run in this one.
+        why = "this Python has no torch (the PyTorch facts came from --torch-python)"
+        profile.benchmarks = Benchmarks(
+            status=BenchStatus.SKIPPED,
+            message=f"{why}: the benchmarks run with hwadvisor's own Python only",
+        )
+        runner.finished("benchmarks", start, ProbeStatus.SKIPPED, why)
+        return
     if not profile.frameworks.torch.installed or profile.frameworks.torch.import_error:
         why = profile.frameworks.torch.import_error or "torch is not installed"
         profile.benchmarks = Benchmarks(
@@ -355,9 +377,15 @@ def _xid_errors(profile: Profile, runner: _Runner, roots: Roots) -> None:
         runner.partial("xid", log.reason)
 
 
-def _merge_torch(profile: Profile, runner: _Runner, result: ChildResult) -> None:
+def _merge_torch(
+    profile: Profile, runner: _Runner, result: ChildResult, python: str | None = None
+) -> None:
     report = runner.parse("torch", result, TorchReport)
     if report is None:
+        if python is not None:
+            # The other interpreter did not answer: torch is neither there nor absent.
+            why = runner.runs["torch"].message or f"torch probe {result.status}"
+            profile.frameworks.torch = torch_stack.unknown_torch(why)
         return
     profile.frameworks.torch = report.torch
     if report.torch.import_error:

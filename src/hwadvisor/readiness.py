@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from hwadvisor.model.facts import Source
 from hwadvisor.model.profile import (
     Finding,
     GpuInfo,
@@ -19,6 +20,9 @@ from hwadvisor.model.profile import (
     Severity,
     TorchInfo,
 )
+
+if TYPE_CHECKING:
+    from hwadvisor.catalog.drivers import FrameworkFloor, GpuMinimum
 
 Rule = Callable[[Profile], list[Finding]]
 
@@ -301,6 +305,132 @@ def _cuda_driver_versions(profile: Profile) -> list[Finding]:
         detail + " It runs through CUDA minor-version compatibility: kernels work, but PTX JIT "
         "compilation and the newest CUDA features do not.",
         f"update the NVIDIA driver ({_driver_hint(runtime)})",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The driver judged from NVML alone (no torch needed): against each GPU, and against what
+# current framework builds need. A scan in an image without torch still finds an old driver.
+
+
+def _driver_version(profile: Profile) -> tuple[str, tuple[int, ...]] | None:
+    from hwadvisor.catalog.drivers import driver_tuple
+
+    text = profile.nvml.driver_version.value
+    parsed = driver_tuple(text)
+    return (str(text).strip(), parsed) if text and parsed else None
+
+
+def _too_old_for_gpus(profile: Profile) -> list[tuple[GpuInfo, GpuMinimum]]:
+    """The NVIDIA GPUs whose architecture needs a newer driver than the one loaded."""
+    driver = _driver_version(profile)
+    gpus = [gpu for gpu in _nvidia_gpus(profile) if not gpu.lost]
+    if driver is None or not gpus:
+        return []
+    from hwadvisor.catalog.drivers import driver_tuple, load_driver_catalog
+
+    catalog = load_driver_catalog()
+    found = []
+    for gpu in gpus:
+        needed = catalog.minimum_for(gpu.compute_capability.value, gpu.architecture.value)
+        if needed is not None and driver[1] < (driver_tuple(needed.driver) or (0,)):
+            found.append((gpu, needed))
+    return found
+
+
+def _driver_too_old_for_gpu(profile: Profile) -> list[Finding]:
+    found = _too_old_for_gpus(profile)
+    if not found:
+        return []
+    from hwadvisor.catalog.drivers import driver_tuple
+
+    driver = _driver_version(profile)
+    assert driver is not None
+    parts = [
+        f"{_gpu_label(gpu)} is {need.architecture} (compute capability "
+        f"{need.compute_capability}), first supported by driver {need.driver} "
+        f"[{need.source}]"
+        for gpu, need in found
+    ]
+    newest = max((need for _, need in found), key=lambda n: driver_tuple(n.driver) or (0,))
+    wanted = newest.driver
+    floor = _framework_floor(profile)
+    if floor is not None and (driver_tuple(floor.driver) or (0,)) > (driver_tuple(wanted) or (0,)):
+        wanted = floor.driver  # current frameworks need more than the GPU itself
+    return _finding(
+        "nvidia-driver-too-old-for-gpu",
+        Severity.ERROR,
+        f"NVIDIA driver {driver[0]} is too old for this GPU",
+        "; ".join(parts) + f". Driver {driver[0]} predates it: CUDA programs fail or the GPU "
+        "is not driven correctly.",
+        f"install NVIDIA driver {wanted} or newer (a current production branch)",
+    )
+
+
+def _driver_cuda_of(profile: Profile) -> tuple[tuple[int, int], str] | None:
+    """The CUDA version the driver supports, from NVML; else from its branch (an imported
+    profile without NVML's CUDA version), with how it was known."""
+    cuda = _driver_cuda(profile)
+    if cuda is not None:
+        return cuda, "NVML"
+    driver = _driver_version(profile)
+    if driver is None:
+        return None
+    from hwadvisor.catalog.drivers import load_driver_catalog
+
+    derived = load_driver_catalog().cuda_of_driver(driver[1])
+    return (derived, "its branch") if derived is not None else None
+
+
+def _framework_floor(profile: Profile) -> FrameworkFloor | None:
+    """The framework floor the driver is below (the highest such), or None."""
+    cuda = _driver_cuda_of(profile)
+    if cuda is None or not _nvidia_evidence(profile):
+        return None
+    from hwadvisor.catalog.drivers import load_driver_catalog
+
+    below = [floor for floor in load_driver_catalog().floors if cuda[0] < floor.cuda]
+    return max(below, key=lambda f: f.cuda, default=None)
+
+
+def _frameworks_need_newer_driver(profile: Profile) -> list[Finding]:
+    floor = _framework_floor(profile)
+    # The torch rule already says "driver too old" for the torch installed here, and the GPU
+    # rule for the GPU: each with its fix, so this one would only repeat the cause.
+    if floor is None or _driver_too_old(profile) or _too_old_for_gpus(profile):
+        return []
+    from hwadvisor.catalog.drivers import load_driver_catalog
+
+    cuda, how = _driver_cuda_of(profile) or ((0, 0), "NVML")
+    driver = _driver_version(profile)
+    where = f"driver {driver[0]}" if driver else "this NVIDIA driver"
+    shown = f"{cuda[0]}.{cuda[1]}"
+    floors = [f for f in load_driver_catalog().floors if cuda < f.cuda]
+    names = [f.framework for f in floors]
+    listed = ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
+    groups: dict[tuple[tuple[int, int], str], list[FrameworkFloor]] = {}
+    for f in floors:
+        groups.setdefault((f.cuda, f.driver), []).append(f)
+    needs = " ".join(
+        f"Current builds need CUDA {need[0]}.{need[1]} or newer (driver {driver_min} or "
+        f"newer): {'; '.join(f.builds for f in group)} (as of {max(f.checked for f in group)})."
+        for (need, driver_min), group in groups.items()
+    )
+    known = " (known from its branch: NVML did not say)" if how != "NVML" else ""
+    detail = f"NVIDIA {where} supports CUDA up to {shown}{known}. {needs}"
+    torch = _torch(profile)
+    if _build(profile) == "cuda" and torch.cuda_available.value:
+        detail += (
+            f" The torch installed here ({torch.version.value or 'version unknown'}) runs on "
+            "it, but no current release does."
+        )
+    return _finding(
+        "cuda-driver-too-old-for-frameworks",
+        Severity.WARNING,
+        f"No current {listed} build runs on {where} (CUDA {shown})",
+        detail,
+        f"update the NVIDIA driver to {floor.driver} or newer (better: a current production "
+        "branch)",
     )
 
 
@@ -841,6 +971,45 @@ def _xid_errors(profile: Profile) -> list[Finding]:
     return findings
 
 
+#: What the Xid probe puts in every GPU's reason when the kernel log could not be read (the
+#: prefix of the reasons of ``hwadvisor.probes.xid``; any other reason is about one GPU).
+_KERNEL_LOG_UNREADABLE = "kernel log not readable"
+
+_CONTAINERS = ("kubernetes", "docker", "podman", "lxc")
+
+
+def _xid_log_unreadable(profile: Profile) -> list[Finding]:
+    """Xid errors could not be looked for: said once, as information, so that "no Xid finding"
+    is never read as "no Xid errors". Not named ``gpu-xid-*`` and never above info: it says
+    nothing about the GPUs' health, and must not hold a host back."""
+    unread = [
+        gpu
+        for gpu in _nvidia_gpus(profile)
+        if gpu.xid_errors_recent.value is None
+        and gpu.xid_errors_recent.source is Source.DEVFS
+        and (gpu.xid_errors_recent.reason or "").startswith(_KERNEL_LOG_UNREADABLE)
+    ]
+    if not unread:
+        return []
+    reason = unread[0].xid_errors_recent.reason or _KERNEL_LOG_UNREADABLE
+    if profile.platform.container.value in _CONTAINERS:
+        fix = (
+            "mount the node's /dev/kmsg into the container and grant it CAP_SYSLOG (or set "
+            "kernel.dmesg_restrict=0 on the node), or scan on the host"
+        )
+    else:
+        fix = "scan as root (or with CAP_SYSLOG), or set kernel.dmesg_restrict=0"
+    return _finding(
+        "xid-log-unreadable",
+        Severity.INFO,
+        "Xid errors could not be read here",
+        f"{reason[0].upper()}{reason[1:]}: GPU faults the NVIDIA driver logs (Xid errors: ECC "
+        f"errors, a GPU fallen off the bus, firmware errors) were not checked for "
+        f"{', '.join(f'GPU {gpu.index}' for gpu in unread)}.",
+        fix,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Apple, CPU, and no GPU at all
 
@@ -941,6 +1110,8 @@ _RULES: tuple[Rule, ...] = (
     _torch_not_rocm,
     _rocm_ready,
     _cuda_driver_versions,
+    _driver_too_old_for_gpu,
+    _frameworks_need_newer_driver,
     _cuda_init_failed,
     _cuda_unavailable,
     _arch_support,
@@ -953,6 +1124,7 @@ _RULES: tuple[Rule, ...] = (
     _row_remap_failed,
     _ecc_disabled,
     _xid_errors,
+    _xid_log_unreadable,
     _pcie_narrow,
     _mig,
     _mps,
