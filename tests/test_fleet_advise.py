@@ -68,11 +68,13 @@ def _finding(doc: Any, fid: str, severity: str, title: str) -> None:
 
 
 def test_broken_and_stale_hosts_never_meet_a_workload(tmp_path: Any) -> None:
-    docs = [_node(i, "eight-gpu", A100_80) for i in range(5)]
+    docs = [_node(i, "eight-gpu", A100_80) for i in range(6)]
     _finding(docs[1], "gpu-ecc-uncorrected", "warning", "GPU 3 has uncorrected ECC errors")
     _finding(docs[2], "gpu-lost", "error", "GPU 5 has fallen off the bus")
     _finding(docs[3], "gpu-xid-48", "error", "Xid 48: double-bit ECC error")
     docs[4]["created_utc"] = "2026-09-01T00:00:00Z"  # 83 days before NOW
+    title = "No current PyTorch, JAX or TensorFlow build runs on driver 470.182.03 (CUDA 11.4)"
+    _finding(docs[5], "cuda-driver-too-old-for-frameworks", "warning", title)
     got = _ranked(tmp_path, docs, workload="resnet50-imagenet")
     healthy = got["node-00000"]
     assert healthy.sufficient and healthy.verdict == "enough" and not healthy.held_back
@@ -81,6 +83,7 @@ def test_broken_and_stale_hosts_never_meet_a_workload(tmp_path: Any) -> None:
         ("node-00002", "fallen off the bus", "not ready"),
         ("node-00003", "Xid 48", "not ready"),
         ("node-00004", "last scanned 83 days ago", "not confirmed"),
+        ("node-00005", "driver 470.182.03", "not ready"),
     ):
         r = got[name]
         assert not r.sufficient and r.verdict == verdict, name

@@ -54,8 +54,14 @@ _CONFIG = (
     "coalesce(split_part(driver_version, '.', 1), ''))"
 )
 
-#: Warnings that say a GPU is unhealthy: a host with one does not meet a workload.
-HEALTH_WARNINGS = ("gpu-ecc-uncorrected", "gpu-memory-repair-pending")
+#: Warnings that say a host cannot do GPU work as it is: a GPU is unhealthy, or no current
+#: framework build runs on its driver (found with or without torch on the host). A host with one
+#: does not meet a workload until it is fixed.
+HEALTH_WARNINGS = (
+    "gpu-ecc-uncorrected",
+    "gpu-memory-repair-pending",
+    "cuda-driver-too-old-for-frameworks",
+)
 
 
 def _held_back(fleet: Fleet, now: datetime | None) -> dict[str, list[str]]:
