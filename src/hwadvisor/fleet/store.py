@@ -34,6 +34,7 @@ from hwadvisor.fleet.rows import (
     flatten,
 )
 from hwadvisor.inputfile import read_input
+from hwadvisor.model import fastjson
 
 if TYPE_CHECKING:
     pass
@@ -541,7 +542,7 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
     chunk = Chunk(files=[], tables={})
     lines: dict[str, list[str]] = {name: [] for name in _TABLES}
     seen: set[str] = set()
-    dumps = json.dumps
+    dumps = fastjson.dumps_line
     for item in items:
         loaded = load_file(item)
         path = db_path(loaded.path)
