@@ -140,12 +140,16 @@ class Rows:
 
 def _get(data: Any, *path: str | int) -> Any:
     for key in path:
-        if isinstance(key, int):
-            if not isinstance(data, list) or key >= len(data):
+        if isinstance(data, dict):
+            if isinstance(key, int):
                 return None
-        elif not isinstance(data, dict):
+            data = data.get(key)
+        elif isinstance(data, list) and isinstance(key, int):
+            if key >= len(data):
+                return None
+            data = data[key]
+        else:
             return None
-        data = data[key] if isinstance(key, int) else data.get(key)
     return data
 
 
@@ -154,10 +158,11 @@ def _text(value: Any) -> str | None:
         return None
     if len(value) > MAX_STRING:
         value = value[:MAX_STRING]
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape
-        value = value.encode("utf-8", "replace").decode("utf-8")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape
+            value = value.encode("utf-8", "replace").decode("utf-8")
     return visible(value)
 
 

@@ -35,6 +35,7 @@ from hwadvisor.fleet.rows import (
     flatten,
 )
 from hwadvisor.inputfile import read_input
+from hwadvisor.model import fastjson
 
 if TYPE_CHECKING:
     pass
@@ -568,7 +569,7 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
     chunk = Chunk(files=[], tables={})
     lines: dict[str, list[str]] = {name: [] for name in _TABLES}
     seen: set[str] = set()
-    dumps = json.dumps
+    dumps = fastjson.dumps_line
     for loaded in (one for item in items for one in load_items(item)):
         path = db_path(loaded.path)
         if loaded.stream is not None:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from hwadvisor.errors import InputError
 from hwadvisor.inputfile import read_input
+from hwadvisor.model import fastjson
 from hwadvisor.model.profile import SCHEMA_VERSION, Profile
 
 
@@ -90,7 +91,7 @@ def profile_document(text: str) -> tuple[dict[str, Any], int]:
     allows (the model is not built: the fleet roll-up reads thousands of these); a one-line
     :class:`InputError` without the file's name otherwise."""
     try:
-        data = json.loads(text)
+        data = fastjson.loads(text)
     except json.JSONDecodeError as exc:
         # The text stops where more was expected, or inside a string that never closes.
         ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
