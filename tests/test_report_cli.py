@@ -137,7 +137,7 @@ def test_reports_of_one_second_take_the_next_name_never_an_error(
                 redact=False,
             )
             written.append(done.files)
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
+        except BaseException as exc:
             failed.append(exc)
 
     threads = [threading.Thread(target=scan) for _ in range(4)]
