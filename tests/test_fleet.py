@@ -435,6 +435,8 @@ def test_fleet_report_no_redact_keeps_names_in_the_pdf(
         return b"%PDF-1.7 stand-in"
 
     monkeypatch.setattr("hwadvisor.render.pdf.render_pdf", keep)
+    # The page is laid out here, not in the helper process, so that `seen` is this process's.
+    monkeypatch.setenv("HWADVISOR_PDF_IN_PROCESS", "1")
     folder = tmp_path / "p"
     _write(folder, _hosts(2))
     args = ["fleet", "report", str(folder), "--format", "pdf", "--out", str(tmp_path / "o")]

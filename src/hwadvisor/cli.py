@@ -1206,8 +1206,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _database_interrupted(exc: BaseException) -> int | None:
     """The exit status where ``exc`` is DuckDB's "Query interrupted": 128 + the stop signal
-    that interrupted it where one is in the chain (SIGTERM: 143), else 130 (Ctrl-C); None
-    for any other error."""
+    that interrupted it where one is in the chain (SIGTERM: 143) or was acted on last (DuckDB
+    may raise a plain RuntimeError in place of the handler's exception), else 130 (Ctrl-C);
+    None for any other error."""
+    from hwadvisor import signals
     from hwadvisor.signals import Stopped
 
     interrupted = False
@@ -1217,8 +1219,11 @@ def _database_interrupted(exc: BaseException) -> int | None:
             return 128 + seen.signum
         kind = type(seen)
         interrupted |= kind.__name__ == "InterruptException" and "duckdb" in kind.__module__
+        interrupted |= isinstance(seen, RuntimeError) and str(seen) == "Query interrupted"
         seen = seen.__cause__ or seen.__context__
-    return int(ExitStatus.INTERRUPTED) if interrupted else None
+    if not interrupted:
+        return None
+    return 128 + signals.last_stop if signals.last_stop else int(ExitStatus.INTERRUPTED)
 
 
 #: Errors of a write that no retry here mends: a full disk or quota, a file too large, a device

@@ -520,15 +520,24 @@ def report(
 
     Page one shows the fleet (GPU models, capability by scenario, findings, outliers), then
     comes a row per host. The PDF shows host names as stable tokens unless --no-redact."""
+    import contextlib
+
     from hwadvisor.fleet.queries import summary as roll_up
-    from hwadvisor.fleet.report import write_fleet_report
+    from hwadvisor.fleet.report import pdf_helper, write_fleet_report
     from hwadvisor.render.report import parse_formats
 
     formats = parse_formats(fmt, ("html", "pdf"))
-    fleet, _ = _open(sources, db)
-    with fleet:
-        data = roll_up(fleet, _now(), stale_days)
-        written = write_fleet_report(fleet, data, formats, out_dir, redact=redact)
+    # The PDF's helper process first, before the database has threads: stopped on the way out.
+    with contextlib.ExitStack() as stack:
+        worker = pdf_helper(formats)
+        if worker is not None:
+            stack.enter_context(worker)
+        fleet, _ = _open(sources, db)
+        with fleet:
+            data = roll_up(fleet, _now(), stale_days)
+            written = write_fleet_report(
+                fleet, data, formats, out_dir, redact=redact, worker=worker
+            )
     for path in written.files if not quiet else ():
         typer.echo(f"wrote {path}")
     for warning in written.warnings:
