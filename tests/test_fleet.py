@@ -291,7 +291,36 @@ def test_diff_reports_upgrades_lost_gpus_new_findings_and_hosts(tmp_path: Path) 
     assert {c["new"] for c in upgrades} == {"570.86.15"}
     assert sum(c["hosts"] for c in upgrades) == 4
     assert data["gpus_lost"] == [{"host": "node-00001", "old": 8, "new": 7}]
-    assert data["new_findings"] == [{"id": "ecc-uncorrected", "hosts": 1}]
+    assert data["new_findings"] == [
+        {"id": "ecc-uncorrected", "hosts": 1, "host_names": ["node-00002"]}
+    ]
+    assert data["changed"] == ["node-00001", "node-00002", "node-00003", "node-00004"]
+    assert {n for c in upgrades for n in c["host_names"]} == set(data["changed"])
+
+
+def test_diff_names_the_hosts_capped_and_json_lists_them_all(tmp_path: Path, capsys: Any) -> None:
+    """Eight hosts upgraded, three gone, two added: the terminal names five of each and counts
+    the rest ("and 3 more"); --json lists every one."""
+    docs = _hosts(11, "eight-gpu", gpu_model=fs.GPU_MODELS[0])
+    before, after = tmp_path / "before", tmp_path / "after"
+    _write(before, docs)
+    later = [json.loads(json.dumps(d)) for d in docs[3:]]
+    for doc in later:
+        doc["created_utc"] = "2026-11-22T00:00:00Z"
+        doc["nvml"]["driver_version"]["value"] = "570.86.15"
+    extra = _hosts(13, "eight-gpu", gpu_model=fs.GPU_MODELS[0])[11:]
+    _write(after, [*later, *extra])
+    assert main(["fleet", "diff", str(before), str(after)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "11 → 10 hosts: 2 added, 3 gone, 8 changed" in out
+    assert "added: node-00011, node-00012" in out
+    assert "gone: node-00000, node-00001, node-00002" in out
+    assert "changed: node-00003, node-00004, node-00005, node-00006, node-00007 and 3 more" in out
+    assert "driver: 535.183.01 → 570.86.15 on 3 hosts: node-00003, node-00006, node-00009" in out
+    assert main(["fleet", "diff", str(before), str(after), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["changed"] == [f"node-{i:05d}" for i in range(3, 11)]
+    assert sum(len(c["host_names"]) for c in data["changes_by_kind"]) == 8
 
 
 def test_cli_errors_are_one_line_with_documented_codes(

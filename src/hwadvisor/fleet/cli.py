@@ -440,7 +440,9 @@ def diff(
 ) -> None:
     """Show what changed across the fleet between two moments.
 
-    Lists hosts added or gone, drivers upgraded, GPUs lost, and new and cleared findings."""
+    Names the hosts added, gone and changed, then each change (drivers upgraded, GPUs lost,
+    new and cleared findings) with its hosts: five by name and a count of the rest; --json
+    lists every host."""
     from hwadvisor.fleet.compare import compare
 
     with _side(old) as before, _side(new) as after:
@@ -454,19 +456,29 @@ def diff(
         f"{len(data['added']):,} added, {len(data['gone']):,} gone, "
         f"{data['changed_hosts']:,} changed"
     )
-    for c in data["changes_by_kind"][:15]:
-        con.print(escape_text(f"  {c['fact']}: {c['old']} → {c['new']} on {c['hosts']:,} hosts"))
-    for g in data["gpus_lost"][:10]:
-        con.print(escape_text(f"  GPUs lost: {g['host']} {g['old']} → {g['new']}"))
-    for f in data["new_findings"][:10]:
-        con.print(escape_text(f"  new finding {f['id']} on {f['hosts']:,} hosts"))
-    for f in data["cleared_findings"][:10]:
-        con.print(escape_text(f"  cleared {f['id']} on {f['hosts']:,} hosts"))
-    for label in ("added", "gone"):
+    lines: list[str] = []
+    for label in ("added", "gone", "changed"):
         if data[label]:
-            names = ", ".join(str(n) for n in data[label][:10])
-            more = f" … {len(data[label]) - 10:,} more" if len(data[label]) > 10 else ""
-            con.print(escape_text(f"  {label}: {names}{more}"))
+            lines.append(f"  {label}: {_named(data[label], len(data[label]))}")
+    for c in data["changes_by_kind"][:15]:
+        lines.append(
+            f"  {c['fact']}: {c['old']} → {c['new']} on {_hosts(c['hosts'])}: "
+            f"{_named(c['host_names'], c['hosts'])}"
+        )
+    if len(data["changes_by_kind"]) > 15:
+        lines.append(f"  … {len(data['changes_by_kind']) - 15:,} more changes (--json lists them)")
+    for g in data["gpus_lost"][:10]:
+        lines.append(f"  GPUs lost: {g['host']} {g['old']} → {g['new']}")
+    if len(data["gpus_lost"]) > 10:
+        lines.append(f"  … GPUs lost on {len(data['gpus_lost']) - 10:,} more hosts (--json)")
+    for label, key in (("new finding", "new_findings"), ("cleared", "cleared_findings")):
+        for f in data[key][:10]:
+            names = _named(f["host_names"], f["hosts"])
+            lines.append(f"  {label} {f['id']} on {_hosts(f['hosts'])}: {names}")
+        if len(data[key]) > 10:
+            lines.append(f"  … {len(data[key]) - 10:,} more ({label}; --json lists them)")
+    for line in lines:
+        con.print(escape_text(line), soft_wrap=True)
 
 
 def _is_database(path: Path) -> bool:
