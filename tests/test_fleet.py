@@ -508,3 +508,55 @@ def test_quiet_ingest_and_report_print_nothing_but_still_work(
     # Without --quiet the same commands say what they did.
     assert main(["fleet", "report", "--db", str(db), "--format", "html", "--out", str(out)]) == 0
     assert "wrote " in capsys.readouterr().out
+
+
+def test_fleet_show_gives_one_hosts_why(tmp_path: Path, capsys: Any) -> None:
+    """`fleet show HOST`: the findings with their fixes, whether fleet advise holds the host
+    back and why, stale or not, the last scan and its file; a name that is not there is a
+    usage error naming the nearest; nothing from the profile reaches the terminal raw."""
+    from datetime import timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    doc = json.loads((FIXTURES / "reports" / "single-gpu.json").read_text())
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i, (name, days) in enumerate((("gpu-node-1.lab", 1), ("gpu-node-2", 2), ("old-7", 60))):
+        d = json.loads(json.dumps(doc))
+        d["host"] = {
+            "hostname": {"value": name, "source": "os", "reason": None},
+            "machine_id": {"value": f"m{i}", "source": "os", "reason": None},
+        }
+        d["created_utc"] = (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        d["findings"] = []
+        if i == 0:
+            d["findings"] = [
+                {
+                    "id": "gpu-xid-79",
+                    "severity": "error",
+                    "title": "GPU 0 fell off the bus \x1b]0;owned\x07",
+                    "detail": "Xid 79 seen 3 times",
+                    "fix": "reseat the GPU",
+                },
+                {"id": "note", "severity": "info", "title": "A note", "detail": "d", "fix": "f"},
+            ]
+        (folder / f"{name}.json").write_text(json.dumps(d))
+    db = tmp_path / "f.duckdb"
+    assert main(["fleet", "ingest", str(folder), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["fleet", "show", "gpu-node-1", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "fell off the bus \\u001b]0;owned\\u0007" in out
+    text = " ".join(out.split())
+    assert "fleet advise holds it back" in text and "fix: reseat the GPU" in text
+    assert f"from {folder / 'gpu-node-1.lab.json'}" in text
+    assert text.index("error: GPU 0 fell off") < text.index("info: A note")
+    assert main(["fleet", "show", "GPU-NODE-2", "--db", str(db), "--json"]) == 0
+    healthy = json.loads(capsys.readouterr().out)
+    assert healthy["hostname"] == "gpu-node-2" and healthy["advise"]["held_back"] is False
+    assert healthy["stale"] is False and healthy["age_days"] == 2 and healthy["findings"] == []
+    assert main(["fleet", "show", "old-7", "--db", str(db), "--json"]) == 0
+    stale = json.loads(capsys.readouterr().out)
+    assert stale["stale"] is True and stale["advise"]["why"] == ["last scanned 60 days ago"]
+    assert main(["fleet", "show", "gpu-node-3", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "no host named 'gpu-node-3'" in err and "gpu-node-2" in err

@@ -29,6 +29,7 @@ fleet_app = typer.Typer(
             "hwadvisor fleet ingest profiles/       # into ./fleet.duckdb",
             "hwadvisor fleet summary                # counts; what needs attention",
             "hwadvisor fleet summary profiles/ --json",
+            "hwadvisor fleet show gpu-node-07       # one host: why it is flagged",
             "hwadvisor fleet COMMAND --help         # each command's options",
         ],
         [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
@@ -298,6 +299,102 @@ def summary(
         typer.echo(json.dumps(data, indent=2, default=str))
     else:
         print_summary(data)
+
+
+def print_host(data: dict[str, Any]) -> None:
+    """One host as a person reads it: what is wrong and what to do first, then the facts."""
+    from hwadvisor.units import human_bytes
+
+    con = _console()
+    name = data["hostname"] or data["host_key"]
+    scanned = data["scan_utc"] or "unknown"
+    days = data["age_days"]
+    age = "" if days is None else f", {days:,} day{'' if days == 1 else 's'} ago"
+    stale = f" [red]stale (over {data['stale_days']} days)[/red]" if data["stale"] else ""
+    con.print(f"[bold]{escape_text(name)}[/bold] ({escape_text(data['host_key'])})")
+    kept = "1 scan" if data["scans"] == 1 else f"{data['scans']:,} scans"
+    con.print(f"  last scan {escape_text(scanned)}{age}{stale}; {kept} kept")
+    source = f"{data['path']} ({data['origin']})"
+    con.print(f"  from {escape_text(source)}", soft_wrap=True)
+    if data["clock_note"]:
+        con.print(f"  clock: {escape_text(data['clock_note'])}")
+    if data["duplicate_machine_id"]:
+        con.print("  [yellow]its machine id is shared with another host (a cloned image?)[/yellow]")
+    advise = data["advise"]
+    if advise["held_back"]:
+        con.print("[bold]fleet advise holds it back[/bold] (never counted as meeting a workload):")
+        for why in advise["why"]:
+            con.print(f"  {escape_text(why)}")
+    else:
+        con.print("fleet advise counts it (no error, GPU health warning or stale scan)")
+    for o in data["outliers"]:
+        worst = max(o["figures"], key=lambda f: f["drop"])
+        con.print(
+            escape_text(
+                f"outlier: {o['device']} ({o['model']}) {worst['case']} "
+                f"{worst['precision'] or ''} {worst['drop']:.0%} below the median of "
+                f"{worst['group']:,} identical devices"
+            )
+        )
+    con.print("[bold]Findings[/bold]" if data["findings"] else "No findings.")
+    colour = {"error": "red", "warning": "yellow"}
+    for f in data["findings"]:
+        sev = f["severity"] or "?"
+        tint = colour.get(sev)
+        label = f"[{tint}]{sev}[/{tint}]" if tint else sev
+        title = escape_text(f"{f['title']} ({f['id']})")
+        con.print(f"  {label}: {title}", soft_wrap=True)
+        if f["detail"]:
+            con.print(f"    {escape_text(f['detail'])}", soft_wrap=True)
+        if f["fix"]:
+            con.print(f"    fix: {escape_text(f['fix'])}", soft_wrap=True)
+    con.print("[bold]Configuration[/bold]")
+    for key, value in data["configuration"].items():
+        if value is None:
+            continue
+        shown = human_bytes(value) if key.endswith("_bytes") else str(value)
+        con.print(f"  {key}: {escape_text(shown)}")
+    for g in data["gpus"]:
+        vram = human_bytes(g["vram_total_bytes"]) if g["vram_total_bytes"] else "?"
+        lost = " [red]lost[/red]" if g["lost"] else ""
+        con.print(
+            f"  gpu {g['gpu_index']}: {escape_text(str(g['catalog_name'] or g['name']))} "
+            f"{vram} {escape_text(str(g['pci_bus_id'] or ''))}{lost}"
+        )
+
+
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet show gpu-node-07       # from ./fleet.duckdb",
+            "hwadvisor fleet show gpu-node-07 --db /srv/fleet.duckdb --json",
+        ],
+        _READS,
+    )
+)
+def show(
+    host: Annotated[
+        str,
+        typer.Argument(metavar="HOST", help="A host name (or short name), or a machine id."),
+    ],
+    db: Db = None,
+    stale_days: StaleDays = 30,
+    as_json: AsJson = False,
+) -> None:
+    """Show one host's why: findings with fixes, advice, staleness, configuration.
+
+    Says whether `fleet advise` holds the host back and why (error findings, GPU health
+    warnings, a stale scan), whether a device is an outlier, when it was last scanned and
+    from which file, then its configuration and GPUs."""
+    from hwadvisor.fleet.show import host_detail
+    from hwadvisor.fleet.store import open_fleet
+
+    with open_fleet(db or DEFAULT_DB, create=False, read_only=True) as fleet:
+        data = host_detail(fleet, host, _now(), stale_days)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        print_host(data)
 
 
 @fleet_app.command(
