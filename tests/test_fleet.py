@@ -291,7 +291,36 @@ def test_diff_reports_upgrades_lost_gpus_new_findings_and_hosts(tmp_path: Path) 
     assert {c["new"] for c in upgrades} == {"570.86.15"}
     assert sum(c["hosts"] for c in upgrades) == 4
     assert data["gpus_lost"] == [{"host": "node-00001", "old": 8, "new": 7}]
-    assert data["new_findings"] == [{"id": "ecc-uncorrected", "hosts": 1}]
+    assert data["new_findings"] == [
+        {"id": "ecc-uncorrected", "hosts": 1, "host_names": ["node-00002"]}
+    ]
+    assert data["changed"] == ["node-00001", "node-00002", "node-00003", "node-00004"]
+    assert {n for c in upgrades for n in c["host_names"]} == set(data["changed"])
+
+
+def test_diff_names_the_hosts_capped_and_json_lists_them_all(tmp_path: Path, capsys: Any) -> None:
+    """Eight hosts upgraded, three gone, two added: the terminal names five of each and counts
+    the rest ("and 3 more"); --json lists every one."""
+    docs = _hosts(11, "eight-gpu", gpu_model=fs.GPU_MODELS[0])
+    before, after = tmp_path / "before", tmp_path / "after"
+    _write(before, docs)
+    later = [json.loads(json.dumps(d)) for d in docs[3:]]
+    for doc in later:
+        doc["created_utc"] = "2026-11-22T00:00:00Z"
+        doc["nvml"]["driver_version"]["value"] = "570.86.15"
+    extra = _hosts(13, "eight-gpu", gpu_model=fs.GPU_MODELS[0])[11:]
+    _write(after, [*later, *extra])
+    assert main(["fleet", "diff", str(before), str(after)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "11 → 10 hosts: 2 added, 3 gone, 8 changed" in out
+    assert "added: node-00011, node-00012" in out
+    assert "gone: node-00000, node-00001, node-00002" in out
+    assert "changed: node-00003, node-00004, node-00005, node-00006, node-00007 and 3 more" in out
+    assert "driver: 535.183.01 → 570.86.15 on 3 hosts: node-00003, node-00006, node-00009" in out
+    assert main(["fleet", "diff", str(before), str(after), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["changed"] == [f"node-{i:05d}" for i in range(3, 11)]
+    assert sum(len(c["host_names"]) for c in data["changes_by_kind"]) == 8
 
 
 def test_cli_errors_are_one_line_with_documented_codes(
@@ -435,6 +464,8 @@ def test_fleet_report_no_redact_keeps_names_in_the_pdf(
         return b"%PDF-1.7 stand-in"
 
     monkeypatch.setattr("hwadvisor.render.pdf.render_pdf", keep)
+    # The page is laid out here, not in the helper process, so that `seen` is this process's.
+    monkeypatch.setenv("HWADVISOR_PDF_IN_PROCESS", "1")
     folder = tmp_path / "p"
     _write(folder, _hosts(2))
     args = ["fleet", "report", str(folder), "--format", "pdf", "--out", str(tmp_path / "o")]
@@ -477,3 +508,55 @@ def test_quiet_ingest_and_report_print_nothing_but_still_work(
     # Without --quiet the same commands say what they did.
     assert main(["fleet", "report", "--db", str(db), "--format", "html", "--out", str(out)]) == 0
     assert "wrote " in capsys.readouterr().out
+
+
+def test_fleet_show_gives_one_hosts_why(tmp_path: Path, capsys: Any) -> None:
+    """`fleet show HOST`: the findings with their fixes, whether fleet advise holds the host
+    back and why, stale or not, the last scan and its file; a name that is not there is a
+    usage error naming the nearest; nothing from the profile reaches the terminal raw."""
+    from datetime import timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    doc = json.loads((FIXTURES / "reports" / "single-gpu.json").read_text())
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i, (name, days) in enumerate((("gpu-node-1.lab", 1), ("gpu-node-2", 2), ("old-7", 60))):
+        d = json.loads(json.dumps(doc))
+        d["host"] = {
+            "hostname": {"value": name, "source": "os", "reason": None},
+            "machine_id": {"value": f"m{i}", "source": "os", "reason": None},
+        }
+        d["created_utc"] = (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        d["findings"] = []
+        if i == 0:
+            d["findings"] = [
+                {
+                    "id": "gpu-xid-79",
+                    "severity": "error",
+                    "title": "GPU 0 fell off the bus \x1b]0;owned\x07",
+                    "detail": "Xid 79 seen 3 times",
+                    "fix": "reseat the GPU",
+                },
+                {"id": "note", "severity": "info", "title": "A note", "detail": "d", "fix": "f"},
+            ]
+        (folder / f"{name}.json").write_text(json.dumps(d))
+    db = tmp_path / "f.duckdb"
+    assert main(["fleet", "ingest", str(folder), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["fleet", "show", "gpu-node-1", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "fell off the bus \\u001b]0;owned\\u0007" in out
+    text = " ".join(out.split())
+    assert "fleet advise holds it back" in text and "fix: reseat the GPU" in text
+    assert f"from {folder / 'gpu-node-1.lab.json'}" in text
+    assert text.index("error: GPU 0 fell off") < text.index("info: A note")
+    assert main(["fleet", "show", "GPU-NODE-2", "--db", str(db), "--json"]) == 0
+    healthy = json.loads(capsys.readouterr().out)
+    assert healthy["hostname"] == "gpu-node-2" and healthy["advise"]["held_back"] is False
+    assert healthy["stale"] is False and healthy["age_days"] == 2 and healthy["findings"] == []
+    assert main(["fleet", "show", "old-7", "--db", str(db), "--json"]) == 0
+    stale = json.loads(capsys.readouterr().out)
+    assert stale["stale"] is True and stale["advise"]["why"] == ["last scanned 60 days ago"]
+    assert main(["fleet", "show", "gpu-node-3", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "no host named 'gpu-node-3'" in err and "gpu-node-2" in err

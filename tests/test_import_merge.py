@@ -198,3 +198,42 @@ def test_cli_merges_files_and_refuses_a_missing_one(
     assert status == ExitStatus.INPUT_ERROR
     err = capsys.readouterr().err
     assert "no.txt: cannot be read" in err and "Traceback" not in err
+
+
+def test_a_conflict_names_the_file_the_kept_value_came_from_among_three() -> None:
+    """The base file (nvidia-smi -q) says nothing of the CPU: the whole CPU section comes from
+    the second file, and collect_env, third, disagrees with that file, not with the first."""
+    q = (paste("smi-q-535-2x-h100-constructed.txt"), "q.txt")
+    three = [q, (LSCPU_128, "lscpu.txt"), (COLLECT_ENV_2XH100, "ce.txt")]
+    for order in (three, three[::-1], [three[2], three[0], three[1]]):
+        profile = import_texts(order)
+        assert profile.imported is not None
+        conflicts = {c.fact: c for c in profile.imported.conflicts}
+        assert set(conflicts) == {"cpu.sockets", "cpu.physical_cores", "cpu.logical_cores"}
+        for conflict in conflicts.values():
+            assert conflict.kept.endswith("(lscpu.txt)"), conflict
+            assert conflict.dropped.endswith("(ce.txt)"), conflict
+
+
+def test_a_conflict_from_a_fourth_file_names_the_third_where_its_gpu_came_from() -> None:
+    """Two GPUs in nvidia-smi -q, four in the third file (two added from it), and a fourth file
+    naming the last GPU otherwise: the kept name is the third file's."""
+    line = "GPU {}: NVIDIA H100 80GB HBM3\n"
+    four = COLLECT_ENV_2XH100.replace(line.format(1), "".join(line.format(i) for i in (1, 2, 3)))
+    other = four.replace(line.format(3), "GPU 3: NVIDIA A100-SXM4-80GB\n")
+    files = [
+        (paste("smi-q-535-2x-h100-constructed.txt"), "q.txt"),
+        (LSCPU_128, "lscpu.txt"),
+        (four, "four.txt"),
+        (other, "other.txt"),
+    ]
+    profile = import_texts(files)
+    assert profile.imported is not None
+    conflicts = {c.fact: c for c in profile.imported.conflicts}
+    assert conflicts["gpus[3].name"].kept == "'NVIDIA H100 80GB HBM3' (four.txt)"
+    assert conflicts["gpus[3].name"].dropped == "'NVIDIA A100-SXM4-80GB' (other.txt)"
+    assert conflicts["cpu.logical_cores"].kept == "128 (lscpu.txt)"
+    assert {c.dropped.rsplit(" ", 1)[1] for c in conflicts.values()} <= {
+        "(four.txt)",
+        "(other.txt)",
+    }

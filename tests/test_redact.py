@@ -339,3 +339,43 @@ def test_salt_fallback_when_unwritable(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert "will not match other runs" in warning
     assert redact.default_salt() == salt  # the same all through one run
     assert redact.salt_warning() == warning
+
+
+def test_a_placeholder_serial_never_takes_a_token_apart() -> None:
+    """A serial printed as "REDACTED" (a redacted nvidia-smi dump) is no secret: taken as one,
+    it made every token already written into "redacted-<its token>-…"."""
+    profile = seeded_profile()
+    profile.gpus[1].serial = _f("REDACTED")
+    redacted = redact.redact_profile(profile, "salt-a", users=[USER])
+    title = redacted.findings[0].title
+    assert re.fullmatch(r"redacted-[0-9a-f]{10} is fine", title), title
+    assert not re.search(r"redacted-[0-9a-f]{10}-[0-9a-f]{10}", redacted.model_dump_json())
+
+
+def test_fleet_rows_find_known_names_inside_free_text() -> None:
+    """A fleet's host names (with their domains), serials and machine ids inside a finding's
+    title get the tokens one host's report gives them, looked up word by word."""
+    salt = "salt-a"
+    secrets = redact.WordSecrets(
+        redact.fleet_secret_values(
+            ["gpu-node-17.corp.example.net", "db1"], serial=["SN 55/7", "1321020012345"]
+        )
+    )
+    rows = [
+        {
+            "hostname": "db1",
+            "title": "Xid on gpu-node-17 at corp.example.net (db.corp.example.net, db1-gpu0, "
+            "db10); serial 1321020012345 and SN 55/7",
+        }
+    ]
+    (row,) = redact.redact_rows(rows, salt, secrets=secrets)
+
+    def tok(kind: str, value: str) -> str:
+        return redact.token(salt, kind, value)
+
+    assert row["hostname"] == tok("hostname", "db1")
+    assert row["title"] == (
+        f"Xid on {tok('hostname', 'gpu-node-17')} at {tok('hostname', 'corp.example.net')} "
+        f"(db.{tok('hostname', 'corp.example.net')}, {tok('hostname', 'db1')}-gpu0, db10); "
+        f"serial {tok('serial', '1321020012345')} and {tok('serial', 'sn 55/7')}"
+    )

@@ -99,3 +99,63 @@ def test_diff_terminal_json_html_and_pdf(
     assert "GPUs 1–7 added" in _pdf_text(pdf)
     assert "Profile diff ·" in _pdf_text(pdf) and "Hardware report" not in _pdf_text(pdf)
     assert "Changed facts" in capsys.readouterr().out
+
+
+def test_reports_of_one_second_take_the_next_name_never_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four scans of one host in the same second all find ``node-<second>`` free and all try
+    to write it at once (held at a barrier just before the first file): one keeps the name,
+    the others write theirs, together, as -2, -3 and -4; none fails."""
+    import threading
+
+    from hwadvisor.model.load import load_profile
+    from hwadvisor.render import report as reports
+
+    profile = load_profile(REPORTS / "cpu-only.json")
+    real = reports.write_new_file
+    gate = threading.Barrier(4)
+    first = threading.local()
+
+    def racing(path: Path, text: str | bytes) -> Path:
+        if not getattr(first, "passed", False):
+            first.passed = True
+            gate.wait(timeout=60)
+        return real(path, text)
+
+    monkeypatch.setattr(reports, "write_new_file", racing)
+    written: list[list[Path]] = []
+    failed: list[BaseException] = []
+
+    def scan() -> None:
+        try:
+            done = reports.write_reports(
+                profile,
+                folder=tmp_path,
+                stem="node-20261127T101500Z",
+                formats=["json", "html"],
+                redact=False,
+            )
+            written.append(done.files)
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=scan) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert failed == []
+    stems = sorted({p.stem for files in written for p in files})
+    assert stems == [
+        "node-20261127T101500Z",
+        "node-20261127T101500Z-2",
+        "node-20261127T101500Z-3",
+        "node-20261127T101500Z-4",
+    ]
+    for files in written:  # each scan's two files share a stem, and are there
+        assert {p.suffix for p in files} == {".json", ".html"}
+        assert len({p.stem for p in files}) == 1 and all(p.is_file() for p in files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{s}{ext}" for s in stems for ext in (".html", ".json")
+    )

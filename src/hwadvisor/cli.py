@@ -1191,6 +1191,9 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_broken_pipe()
         return int(ExitStatus.OK)
     except Exception as exc:  # noqa: BLE001 - the one place where a bug becomes a message
+        if (why := _write_failed(exc)) is not None:
+            _error(why)
+            return int(ExitStatus.IO_ERROR)
         stopped = _database_interrupted(exc)
         if stopped is not None:
             # DuckDB answers Ctrl-C or SIGTERM inside a statement with its own exception.
@@ -1209,8 +1212,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _database_interrupted(exc: BaseException) -> int | None:
     """The exit status where ``exc`` is DuckDB's "Query interrupted": 128 + the stop signal
-    that interrupted it where one is in the chain (SIGTERM: 143), else 130 (Ctrl-C); None
-    for any other error."""
+    that interrupted it where one is in the chain (SIGTERM: 143) or was acted on last (DuckDB
+    may raise a plain RuntimeError in place of the handler's exception), else 130 (Ctrl-C);
+    None for any other error."""
+    from hwadvisor import signals
     from hwadvisor.signals import Stopped
 
     interrupted = False
@@ -1220,8 +1225,55 @@ def _database_interrupted(exc: BaseException) -> int | None:
             return 128 + seen.signum
         kind = type(seen)
         interrupted |= kind.__name__ == "InterruptException" and "duckdb" in kind.__module__
+        interrupted |= isinstance(seen, RuntimeError) and str(seen) == "Query interrupted"
         seen = seen.__cause__ or seen.__context__
-    return int(ExitStatus.INTERRUPTED) if interrupted else None
+    if not interrupted:
+        return None
+    return 128 + signals.last_stop if signals.last_stop else int(ExitStatus.INTERRUPTED)
+
+
+#: Errors of a write that no retry here mends: a full disk or quota, a file too large, a device
+#: error (``> /dev/full``, a full disk behind a redirect, a dying disk).
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name)
+)
+
+
+def _write_failed(exc: BaseException) -> str | None:
+    """The one-line message where ``exc`` is a failed write (most often of standard output:
+    ``hwadvisor fleet summary > /dev/full``); None for anything else. Files hwadvisor writes
+    say so in their own words (OutputError); what reaches here is stdout, or a write nobody
+    wrapped, and is still the disk's fault, not a bug."""
+    if not isinstance(exc, OSError) or exc.errno not in _WRITE_ERRNOS:
+        return None
+    why = exc.strerror or str(exc)
+    if exc.filename is None and _stdout_cannot_take_more():
+        _quiet_broken_pipe()  # the interpreter's last flush must not fail again
+        return (
+            f"cannot write to standard output: {why}: redirect it where there is room "
+            "(or free some), and run it again"
+        )
+    where = os.fsdecode(exc.filename) if exc.filename else "the output"
+    return f"cannot write {where}: {why}: free some space or write elsewhere, and run it again"
+
+
+def _stdout_cannot_take_more() -> bool:
+    """Whether standard output is ``/dev/full`` or a file on a full filesystem."""
+    import stat
+
+    try:
+        fd = sys.stdout.fileno()
+        info = os.fstat(fd)
+        if stat.S_ISCHR(info.st_mode):
+            return hasattr(os, "major") and (os.major(info.st_rdev), os.minor(info.st_rdev)) == (
+                1,
+                7,
+            )  # Linux's /dev/full
+        if stat.S_ISREG(info.st_mode) and hasattr(os, "fstatvfs"):
+            return os.fstatvfs(fd).f_bavail == 0
+    except (OSError, ValueError, AttributeError):
+        return False
+    return False
 
 
 def _reader_left(exc: BaseException) -> bool:

@@ -70,7 +70,19 @@ _COMMON_WORDS = (
     "workstation"
 )
 _NOT_SECRET = frozenset(
-    {"", "localhost", "root", "user", "admin", "none", "unknown", *_COMMON_WORDS.split()}
+    {
+        "",
+        "localhost",
+        "root",
+        "user",
+        "admin",
+        "none",
+        "unknown",
+        # A placeholder some tools print for a hidden serial: as a secret it would take the
+        # first word of every token already made ("redacted-…" → "redacted-<token>-…").
+        "redacted",
+        *_COMMON_WORDS.split(),
+    }
 )
 
 
@@ -337,13 +349,98 @@ ROW_FIELDS = {
 }
 
 
-def redact_rows(node: Any, salt: str, fields: dict[str, str] | None = None) -> Any:
+class WordSecrets:
+    """Known identifying values (a fleet's host names and their domains, machine ids, serials,
+    hardware addresses) found in free text by looking each word up in a set, not by a regular
+    expression of thousands of alternatives. A word is a run of letters, digits and ``_``;
+    runs joined by ``.`` or ``-`` are tried longest first, so "node7.lab.example.org" is one
+    token, "node7-gpu0" gives "node7"'s token, and "db.lab.example.org" gives the domain's —
+    as the single-host report's literal passes would."""
+
+    _RUN = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")
+    _PART = re.compile(r"[.-]")
+
+    def __init__(self, values: dict[str, list[str]]) -> None:
+        self.kinds: dict[str, str] = {}
+        odd: dict[str, list[str]] = {}
+        for kind, found in values.items():
+            for value in _usable(found):
+                key = value.lower()
+                self.kinds.setdefault(key, kind)
+                if not self._RUN.fullmatch(value):  # a serial with a space or a slash
+                    odd.setdefault(kind, []).append(value)
+        self.odd = [(kind, _literal_re(vals)) for kind, vals in odd.items()]
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def sub(self, text: str, tok: Callable[[str, str], str]) -> str:
+        for kind, pattern in self.odd:
+            if pattern is not None:
+                text = pattern.sub(_replacer(kind, tok), text)
+        return self._RUN.sub(lambda m: self._run(m.group(0), tok), text)
+
+    def _run(self, run: str, tok: Callable[[str, str], str]) -> str:
+        if _REDACTED_RE.match(run):
+            return run
+        # Word starts and ends: every boundary at a "." or "-" inside the run.
+        cuts = [0] + [m.start() for m in self._PART.finditer(run)] + [len(run)]
+        out: list[str] = []
+        i = 0
+        while i < len(cuts) - 1:
+            start = cuts[i] + (1 if i > 0 else 0)
+            for j in range(len(cuts) - 1, i, -1):
+                word = run[start : cuts[j]].lower()
+                kind = self.kinds.get(word)
+                if kind is not None:
+                    if i > 0:
+                        out.append(run[cuts[i]])
+                    out.append(tok(kind, word))
+                    i = j
+                    break
+            else:
+                out.append(run[cuts[i] : cuts[i + 1]])
+                i += 1
+        return "".join(out)
+
+
+def _replacer(kind: str, tok: Callable[[str, str], str]) -> Callable[[re.Match[str]], str]:
+    def sub(match: re.Match[str]) -> str:
+        return tok(kind, match.group(0).lower())
+
+    return sub
+
+
+def fleet_secret_values(
+    hostnames: Iterable[str | None], **others: Iterable[str | None]
+) -> dict[str, list[str]]:
+    """The values a :class:`WordSecrets` looks for, by token kind: each host name with its short
+    name and domains (as one host's report), and ``others`` (``serial=[...]``, ``mac=[...]``,
+    ``machine_id=[...]``) as they are (MACs in the one spelling their tokens use)."""
+    found: dict[str, list[str]] = {"hostname": []}
+    for name in hostnames:
+        if name:
+            found["hostname"].extend(_hostnames(name))
+    for kind, values in others.items():
+        kind = kind.replace("_", "-")
+        clean = [v for v in values if v]
+        found[kind] = [_hardware_address(v) for v in clean] if kind == "mac" else clean
+    return found
+
+
+def redact_rows(
+    node: Any,
+    salt: str,
+    fields: dict[str, str] | None = None,
+    secrets: WordSecrets | None = None,
+) -> Any:
     """A copy of tabular data (query rows, a roll-up dict) with identifying values replaced.
 
     A value under a key of ``fields`` (default :data:`ROW_FIELDS`; a list of them too) becomes
     its token as a whole; every other string gets the free-text passes (UUIDs, MACs, IPs, home
-    folders). Whole values, not a search for every host name in every string: a fleet has
-    thousands, and the rows say where each one is."""
+    folders) and, with ``secrets``, every known host name, domain, serial and hardware address
+    inside it (a finding's title that names its host), with the tokens one host's redacted
+    report gives them."""
     wanted = ROW_FIELDS if fields is None else fields
     redactor = _Redactor(salt, {})
 
@@ -363,7 +460,8 @@ def redact_rows(node: Any, salt: str, fields: dict[str, str] | None = None) -> A
             return [visit(v, key) for v in value]
         if isinstance(value, str) and key not in _ENUM_KEYS:
             ipv4 = not any(part in key.lower() for part in _NO_IPV4_KEY_PARTS)
-            return redactor.text(value, ipv4)
+            text = redactor.text(value, ipv4)
+            return secrets.sub(text, redactor.tok) if secrets else text
         return value
 
     return visit(node, "")

@@ -40,7 +40,14 @@ class Stopped(BaseException):
             return f"signal {self.signum}"
 
 
+#: The last stop signal acted on: a library that turns the exception raised in its call into
+#: its own ("Query interrupted") loses which signal it was; this keeps it.
+last_stop: int | None = None
+
+
 def _stop(signum: int, _frame: FrameType | None) -> None:
+    global last_stop
+    last_stop = signum
     kill_all_children()
     raise Stopped(signum)
 

@@ -30,6 +30,7 @@ fleet_app = typer.Typer(
             "hwadvisor fleet ingest profiles/       # into ./fleet.duckdb",
             "hwadvisor fleet summary                # counts; what needs attention",
             "hwadvisor fleet summary profiles/ --json",
+            "hwadvisor fleet show gpu-node-07       # one host: why it is flagged",
             "hwadvisor fleet COMMAND --help         # each command's options",
         ],
         [ExitStatus.USAGE, ExitStatus.IO_ERROR, ExitStatus.INPUT_ERROR],
@@ -361,6 +362,102 @@ def summary(
         print_summary(data)
 
 
+def print_host(data: dict[str, Any]) -> None:
+    """One host as a person reads it: what is wrong and what to do first, then the facts."""
+    from hwadvisor.units import human_bytes
+
+    con = _console()
+    name = data["hostname"] or data["host_key"]
+    scanned = data["scan_utc"] or "unknown"
+    days = data["age_days"]
+    age = "" if days is None else f", {days:,} day{'' if days == 1 else 's'} ago"
+    stale = f" [red]stale (over {data['stale_days']} days)[/red]" if data["stale"] else ""
+    con.print(f"[bold]{escape_text(name)}[/bold] ({escape_text(data['host_key'])})")
+    kept = "1 scan" if data["scans"] == 1 else f"{data['scans']:,} scans"
+    con.print(f"  last scan {escape_text(scanned)}{age}{stale}; {kept} kept")
+    source = f"{data['path']} ({data['origin']})"
+    con.print(f"  from {escape_text(source)}", soft_wrap=True)
+    if data["clock_note"]:
+        con.print(f"  clock: {escape_text(data['clock_note'])}")
+    if data["duplicate_machine_id"]:
+        con.print("  [yellow]its machine id is shared with another host (a cloned image?)[/yellow]")
+    advise = data["advise"]
+    if advise["held_back"]:
+        con.print("[bold]fleet advise holds it back[/bold] (never counted as meeting a workload):")
+        for why in advise["why"]:
+            con.print(f"  {escape_text(why)}")
+    else:
+        con.print("fleet advise counts it (no error, GPU health warning or stale scan)")
+    for o in data["outliers"]:
+        worst = max(o["figures"], key=lambda f: f["drop"])
+        con.print(
+            escape_text(
+                f"outlier: {o['device']} ({o['model']}) {worst['case']} "
+                f"{worst['precision'] or ''} {worst['drop']:.0%} below the median of "
+                f"{worst['group']:,} identical devices"
+            )
+        )
+    con.print("[bold]Findings[/bold]" if data["findings"] else "No findings.")
+    colour = {"error": "red", "warning": "yellow"}
+    for f in data["findings"]:
+        sev = f["severity"] or "?"
+        tint = colour.get(sev)
+        label = f"[{tint}]{sev}[/{tint}]" if tint else sev
+        title = escape_text(f"{f['title']} ({f['id']})")
+        con.print(f"  {label}: {title}", soft_wrap=True)
+        if f["detail"]:
+            con.print(f"    {escape_text(f['detail'])}", soft_wrap=True)
+        if f["fix"]:
+            con.print(f"    fix: {escape_text(f['fix'])}", soft_wrap=True)
+    con.print("[bold]Configuration[/bold]")
+    for key, value in data["configuration"].items():
+        if value is None:
+            continue
+        shown = human_bytes(value) if key.endswith("_bytes") else str(value)
+        con.print(f"  {key}: {escape_text(shown)}")
+    for g in data["gpus"]:
+        vram = human_bytes(g["vram_total_bytes"]) if g["vram_total_bytes"] else "?"
+        lost = " [red]lost[/red]" if g["lost"] else ""
+        con.print(
+            f"  gpu {g['gpu_index']}: {escape_text(str(g['catalog_name'] or g['name']))} "
+            f"{vram} {escape_text(str(g['pci_bus_id'] or ''))}{lost}"
+        )
+
+
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet show gpu-node-07       # from ./fleet.duckdb",
+            "hwadvisor fleet show gpu-node-07 --db /srv/fleet.duckdb --json",
+        ],
+        _READS,
+    )
+)
+def show(
+    host: Annotated[
+        str,
+        typer.Argument(metavar="HOST", help="A host name (or short name), or a machine id."),
+    ],
+    db: Db = None,
+    stale_days: StaleDays = 30,
+    as_json: AsJson = False,
+) -> None:
+    """Show one host's why: findings with fixes, advice, staleness, configuration.
+
+    Says whether `fleet advise` holds the host back and why (error findings, GPU health
+    warnings, a stale scan), whether a device is an outlier, when it was last scanned and
+    from which file, then its configuration and GPUs."""
+    from hwadvisor.fleet.show import host_detail
+    from hwadvisor.fleet.store import open_fleet
+
+    with open_fleet(db or DEFAULT_DB, create=False, read_only=True) as fleet:
+        data = host_detail(fleet, host, _now(), stale_days)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        print_host(data)
+
+
 @fleet_app.command(
     epilog=epilog(
         [
@@ -501,7 +598,9 @@ def diff(
 ) -> None:
     """Show what changed across the fleet between two moments.
 
-    Lists hosts added or gone, drivers upgraded, GPUs lost, and new and cleared findings."""
+    Names the hosts added, gone and changed, then each change (drivers upgraded, GPUs lost,
+    new and cleared findings) with its hosts: five by name and a count of the rest; --json
+    lists every host."""
     from hwadvisor.fleet.compare import compare
 
     with _side(old) as before, _side(new) as after:
@@ -515,19 +614,29 @@ def diff(
         f"{len(data['added']):,} added, {len(data['gone']):,} gone, "
         f"{data['changed_hosts']:,} changed"
     )
-    for c in data["changes_by_kind"][:15]:
-        con.print(escape_text(f"  {c['fact']}: {c['old']} → {c['new']} on {c['hosts']:,} hosts"))
-    for g in data["gpus_lost"][:10]:
-        con.print(escape_text(f"  GPUs lost: {g['host']} {g['old']} → {g['new']}"))
-    for f in data["new_findings"][:10]:
-        con.print(escape_text(f"  new finding {f['id']} on {f['hosts']:,} hosts"))
-    for f in data["cleared_findings"][:10]:
-        con.print(escape_text(f"  cleared {f['id']} on {f['hosts']:,} hosts"))
-    for label in ("added", "gone"):
+    lines: list[str] = []
+    for label in ("added", "gone", "changed"):
         if data[label]:
-            names = ", ".join(str(n) for n in data[label][:10])
-            more = f" … {len(data[label]) - 10:,} more" if len(data[label]) > 10 else ""
-            con.print(escape_text(f"  {label}: {names}{more}"))
+            lines.append(f"  {label}: {_named(data[label], len(data[label]))}")
+    for c in data["changes_by_kind"][:15]:
+        lines.append(
+            f"  {c['fact']}: {c['old']} → {c['new']} on {_hosts(c['hosts'])}: "
+            f"{_named(c['host_names'], c['hosts'])}"
+        )
+    if len(data["changes_by_kind"]) > 15:
+        lines.append(f"  … {len(data['changes_by_kind']) - 15:,} more changes (--json lists them)")
+    for g in data["gpus_lost"][:10]:
+        lines.append(f"  GPUs lost: {g['host']} {g['old']} → {g['new']}")
+    if len(data["gpus_lost"]) > 10:
+        lines.append(f"  … GPUs lost on {len(data['gpus_lost']) - 10:,} more hosts (--json)")
+    for label, key in (("new finding", "new_findings"), ("cleared", "cleared_findings")):
+        for f in data[key][:10]:
+            names = _named(f["host_names"], f["hosts"])
+            lines.append(f"  {label} {f['id']} on {_hosts(f['hosts'])}: {names}")
+        if len(data[key]) > 10:
+            lines.append(f"  … {len(data[key]) - 10:,} more ({label}; --json lists them)")
+    for line in lines:
+        con.print(escape_text(line), soft_wrap=True)
 
 
 def _is_database(path: Path) -> bool:
@@ -581,15 +690,24 @@ def report(
 
     Page one shows the fleet (GPU models, capability by scenario, findings, outliers), then
     comes a row per host. The PDF shows host names as stable tokens unless --no-redact."""
+    import contextlib
+
     from hwadvisor.fleet.queries import summary as roll_up
-    from hwadvisor.fleet.report import write_fleet_report
+    from hwadvisor.fleet.report import pdf_helper, write_fleet_report
     from hwadvisor.render.report import parse_formats
 
     formats = parse_formats(fmt, ("html", "pdf"))
-    fleet, _ = _open(sources, db)
-    with fleet:
-        data = roll_up(fleet, _now(), stale_days)
-        written = write_fleet_report(fleet, data, formats, out_dir, redact=redact)
+    # The PDF's helper process first, before the database has threads: stopped on the way out.
+    with contextlib.ExitStack() as stack:
+        worker = pdf_helper(formats)
+        if worker is not None:
+            stack.enter_context(worker)
+        fleet, _ = _open(sources, db)
+        with fleet:
+            data = roll_up(fleet, _now(), stale_days)
+            written = write_fleet_report(
+                fleet, data, formats, out_dir, redact=redact, worker=worker
+            )
     for path in written.files if not quiet else ():
         typer.echo(f"wrote {path}")
     for warning in written.warnings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from hwadvisor.fleet.store import Fleet
@@ -32,50 +31,61 @@ def _hosts(fleet: Fleet) -> dict[str, dict[str, Any]]:
 
 
 def compare(old: Fleet, new: Fleet) -> dict[str, Any]:
-    """The differences, JSON-ready: hosts added and gone, each watched fact that changed on a
-    host (with a count per change, e.g. "driver 535.183.01 → 550.90.07: 120 hosts"), GPUs lost,
-    findings that appeared or cleared."""
+    """The differences, JSON-ready: hosts added, gone and changed (by name, every one), each
+    watched fact that changed on a host (with the hosts of each change, e.g. "driver
+    535.183.01 → 550.90.07: 120 hosts"), GPUs lost, findings that appeared or cleared and on
+    which hosts."""
     before, after = _hosts(old), _hosts(new)
     added = sorted(set(after) - set(before))
     gone = sorted(set(before) - set(after))
     changes: list[dict[str, Any]] = []
-    tally: Counter[tuple[str, str, str]] = Counter()
-    new_findings: Counter[str] = Counter()
-    cleared: Counter[str] = Counter()
+    tally: dict[tuple[str, str, str], list[str]] = {}
+    new_findings: dict[str, list[str]] = {}
+    cleared: dict[str, list[str]] = {}
     gpus_lost: list[dict[str, Any]] = []
+    changed: list[str] = []
     for key in sorted(set(before) & set(after)):
         a, b = before[key], after[key]
         if a["scan_id"] == b["scan_id"]:
             continue
-        for name, words in WATCHED:
-            if a[name] != b[name]:
-                old_v, new_v = _show(a[name]), _show(b[name])
-                tally[(words, old_v, new_v)] += 1
-                changes.append(
-                    {"host": b["hostname"] or key, "fact": words, "old": old_v, "new": new_v}
-                )
+        name = b["hostname"] or key
+        differs = False
+        for column, words in WATCHED:
+            if a[column] != b[column]:
+                old_v, new_v = _show(a[column]), _show(b[column])
+                tally.setdefault((words, old_v, new_v), []).append(name)
+                changes.append({"host": name, "fact": words, "old": old_v, "new": new_v})
+                differs = True
         if (a["gpu_count"] or 0) > (b["gpu_count"] or 0):
-            gpus_lost.append(
-                {"host": b["hostname"] or key, "old": a["gpu_count"], "new": b["gpu_count"]}
-            )
-        for fid in b["findings"] - a["findings"]:
-            new_findings[fid] += 1
-        for fid in a["findings"] - b["findings"]:
-            cleared[fid] += 1
+            gpus_lost.append({"host": name, "old": a["gpu_count"], "new": b["gpu_count"]})
+        for fid in sorted(b["findings"] - a["findings"]):
+            new_findings.setdefault(fid, []).append(name)
+            differs = True
+        for fid in sorted(a["findings"] - b["findings"]):
+            cleared.setdefault(fid, []).append(name)
+            differs = True
+        if differs:
+            changed.append(name)
+
+    def by_count(found: dict[str, list[str]]) -> list[dict[str, Any]]:
+        rows = sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        return [{"id": k, "hosts": len(v), "host_names": sorted(v)} for k, v in rows]
+
     return {
         "hosts_before": len(before),
         "hosts_after": len(after),
-        "added": [after[k]["hostname"] or k for k in added],
-        "gone": [before[k]["hostname"] or k for k in gone],
-        "changed_hosts": len({c["host"] for c in changes}),
+        "added": sorted(after[k]["hostname"] or k for k in added),
+        "gone": sorted(before[k]["hostname"] or k for k in gone),
+        "changed_hosts": len(changed),
+        "changed": sorted(changed),
         "changes_by_kind": [
-            {"fact": words, "old": o, "new": n, "hosts": count}
-            for (words, o, n), count in sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+            {"fact": words, "old": o, "new": n, "hosts": len(names), "host_names": sorted(names)}
+            for (words, o, n), names in sorted(tally.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         ],
         "changes": changes,
         "gpus_lost": gpus_lost,
-        "new_findings": [{"id": k, "hosts": v} for k, v in new_findings.most_common()],
-        "cleared_findings": [{"id": k, "hosts": v} for k, v in cleared.most_common()],
+        "new_findings": by_count(new_findings),
+        "cleared_findings": by_count(cleared),
     }
 
 

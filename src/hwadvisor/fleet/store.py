@@ -11,6 +11,8 @@ Ctrl-C leaves the database as it was.
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -135,8 +137,12 @@ class Fleet:
     def __enter__(self) -> Fleet:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        # A full disk or damaged blocks met by any command's statement: the cause in one line.
+        mapped = storage_error(exc, self.path) if exc is not None else None
+        if mapped is not None:
+            raise mapped from exc
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """Rows as dicts (column name → value)."""
@@ -182,8 +188,10 @@ def open_fleet(path: Path | None, *, create: bool, read_only: bool = False) -> F
     fleet = Fleet(con, path)
     try:
         current = _check_schema(fleet, create, read_only=read_only)
-    except BaseException:
+    except BaseException as exc:
         con.close()
+        if (mapped := storage_error(exc, path)) is not None:
+            raise mapped from exc
         raise
     if not current:
         # An older fleet schema opened to read: upgraded once, in place.
@@ -194,6 +202,63 @@ def open_fleet(path: Path | None, *, create: bool, read_only: bool = False) -> F
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else "unknown error"
+
+
+#: How DuckDB (and the OS) say a disk or a quota is full, and that a database file is damaged.
+_FULL_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG") if hasattr(errno, name)
+)
+_FULL_WORDS = ("no space left on device", "disk quota exceeded", "file too large")
+_DAMAGED_WORDS = (
+    "corrupt database file",
+    "does not match stored checksum",
+    "not a valid duckdb database file",
+    "invalid block",
+)
+
+
+def storage_error(exc: BaseException, where: object) -> HwAdvisorError | None:
+    """The one-line error for a full disk (exit 4) or damaged database blocks (exit 5) that
+    DuckDB met, behind ``exc`` anywhere in its chain; None for any other error (a bug stays a
+    bug, Ctrl-C stays an interruption, a failed write of stdout is the top level's to say)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, HwAdvisorError):
+            return None  # already said in its own words
+        text = str(seen).lower()
+        if _is_duckdb_error(seen) and any(w in text for w in _FULL_WORDS):
+            return OutputError(_full_message(seen, where))
+        if _is_duckdb_error(seen) and any(w in text for w in _DAMAGED_WORDS):
+            return InputError(
+                f"{where or 'the fleet'}: the fleet database is damaged "
+                f"({_first_line(str(seen))}): restore it from a backup, or ingest the "
+                "profiles again into a new --db"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+#: The file DuckDB names where a write failed (its message may wrap it in JSON).
+_WRITING_RE = re.compile(r'Could not write file \\?"(.+?)\\?"')
+
+
+def _full_message(exc: BaseException, where: object) -> str:
+    """ "cannot write FILE: no space left on the device: free some space in FOLDER …": the file
+    that could not be written, which is not always the database (an export's --out, a
+    temporary file)."""
+    match = _WRITING_RE.search(str(exc))
+    target = Path(match.group(1)) if match else None
+    what = f"cannot write {target}" if target else f"{where or 'the fleet'}"
+    folder = target.parent if target else None
+    hint = f"free some space in {folder}" if folder else "free some space"
+    temporary = folder is not None and folder.parent == Path(tempfile.gettempdir())
+    if temporary and folder is not None and folder.name.startswith(("tmp", "hwadvisor-")):
+        hint += " or set TMPDIR to a folder with room"  # a temporary folder of ours
+    return f"{what}: no space left on the device: {hint}, and run it again; nothing was changed"
+
+
+def _is_duckdb_error(exc: BaseException) -> bool:
+    return type(exc).__module__.partition(".")[0].lstrip("_") == "duckdb"
 
 
 def _check_schema(fleet: Fleet, create: bool, *, read_only: bool = False) -> bool:
@@ -456,20 +521,39 @@ def ingest(
         return result
     duckdb = _duckdb()
     con = fleet.con
-    with tempfile.TemporaryDirectory(prefix="hwadvisor-fleet-") as tmp:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for chunk in _chunks(todo, workers, Path(tmp), now):
-                _merge(fleet, chunk, result)
-            con.execute("COMMIT")
-        except BaseException as exc:
-            con.execute("ROLLBACK")
-            if isinstance(exc, duckdb.Error):
-                raise OutputError(
-                    f"{fleet.path or 'the fleet'}: ingest failed, nothing was changed "
-                    f"({_first_line(str(exc))})"
-                ) from exc
-            raise
+    where = fleet.path or "the fleet"
+    tmp = ""
+    try:
+        with tempfile.TemporaryDirectory(prefix="hwadvisor-fleet-") as tmp:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for chunk in _chunks(todo, workers, Path(tmp), now):
+                    _merge(fleet, chunk, result)
+                con.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT (a full disk) has ended the transaction already: the ROLLBACK
+                # then fails too, and must not hide why.
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+    except OSError as exc:
+        # Not the database (its errors are DuckDB's) and not a profile (each is read on its
+        # own): the temporary folder the rows pass through, or removing it.
+        if exc.errno in _FULL_ERRNOS:
+            raise OutputError(
+                f"{tmp or tempfile.gettempdir()}: no space left on the device for the "
+                f"temporary files of the ingest ({exc.strerror or exc}): set TMPDIR to a "
+                f"folder with room, or free some, and run it again; {where} was not changed"
+            ) from exc
+        raise
+    except duckdb.InterruptException:
+        raise  # Ctrl-C or SIGTERM inside a statement: 130/143 at the top
+    except duckdb.Error as exc:
+        if (mapped := storage_error(exc, where)) is not None:
+            raise mapped from exc
+        raise OutputError(
+            f"{where}: ingest failed, nothing was changed ({_first_line(str(exc))})"
+        ) from exc
     return result
 
 

@@ -38,12 +38,22 @@ class Part:
 @dataclass
 class _Merge:
     origins: dict[str, str] = field(default_factory=dict)
-    """Where the value kept at each path came from (paths not listed: the base file)."""
+    """Where the value kept at each path came from: a whole section or GPU taken from a file is
+    recorded once, at its own path (paths under none listed: the base file)."""
     conflicts: list[ImportConflict] = field(default_factory=list)
     base: str = ""
 
     def origin(self, path: str) -> str:
-        return self.origins.get(path, self.base)
+        """The file the value kept at ``path`` came from: the nearest recorded path at or above
+        it (``cpu.logical_cores`` taken with the whole ``cpu`` section of the second file is
+        that file's, not the base file's)."""
+        while True:
+            if path in self.origins:
+                return self.origins[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            if cut <= 0:
+                return self.base
+            path = path[:cut]
 
 
 def merge(parts: list[Part]) -> tuple[Profile, list[ImportConflict]]:
@@ -106,6 +116,7 @@ def _merge_model(mine: BaseModel, theirs: BaseModel, path: str, origin: str, sta
                 _merge_model(here, there, where, origin, state)
         elif isinstance(here, list) and isinstance(there, list) and not here and there:
             setattr(mine, name, [_copy(item) for item in there])
+            state.origins[where] = origin
 
 
 def _copy(item: Any) -> Any:

@@ -247,7 +247,10 @@ class PdfWorker:
     other threads running, ``HWADVISOR_PDF_IN_PROCESS`` set) and whenever the child fails, the
     PDF is rendered here, as before. Use as a context manager: leaving it stops the child."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, isolate: bool = False) -> None:
+        #: Fork even with one usable CPU: the point is then not speed but that a long layout
+        #: (a fleet's thousands of rows) never holds up a stop signal, as it does in-process.
+        self.isolate = isolate
         self._pid: int | None = None
         self._send = -1
         self._receive = -1
@@ -265,7 +268,7 @@ class PdfWorker:
         forkable = (
             sys.platform.startswith("linux")
             and hasattr(os, "fork")
-            and _usable_cpus() >= 2
+            and (self.isolate or _usable_cpus() >= 2)
             and threading.active_count() == 1  # a fork copies no other thread, nor its locks
             and not os.environ.get(IN_PROCESS_ENV)
         )

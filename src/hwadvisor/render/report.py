@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hwadvisor.errors import UsageError
+from hwadvisor.errors import OutputError, UsageError
 from hwadvisor.model.profile import Profile
 from hwadvisor.render.jsonio import to_json, write_new_file
 
@@ -49,13 +49,62 @@ class Written:
     warnings: list[str] = field(default_factory=list)
 
 
-def _free_stem(folder: Path, stem: str, formats: list[str]) -> str:
-    """A stem for which none of the files exist yet, so the three always share a name."""
-    for attempt in range(1, 1000):
+def _free_stem(folder: Path, stem: str, formats: list[str], start: int = 1) -> str:
+    """A stem for which none of the files exist yet, so the three always share a name (a
+    first guess: :class:`StemFiles` makes the choice stick against another process)."""
+    return _candidate(folder, stem, formats, start)[0]
+
+
+def _candidate(folder: Path, stem: str, formats: list[str], start: int) -> tuple[str, int]:
+    for attempt in range(start, 1000):
         candidate = stem if attempt == 1 else f"{stem}-{attempt}"
         if not any((folder / f"{candidate}.{fmt}").exists() for fmt in formats):
-            return candidate
+            return candidate, attempt
     raise UsageError(f"too many files named {stem}* in {folder}")
+
+
+class StemFiles:
+    """The files of one report, ``folder/<stem>.<format>``, sharing one free stem.
+
+    Free is decided by the files themselves: each is linked into place only if its name is
+    not taken (:func:`write_new_file`). When another process takes one first (two scans of a
+    host in the same second both choose ``host-20261127T101500Z``), the files this one wrote
+    so far are moved with the rest to the next free stem (``-2``, ``-3`` ...): never an error,
+    never a file of the other process touched."""
+
+    def __init__(self, folder: Path, stem: str, formats: list[str]) -> None:
+        self.folder, self.base, self.formats = folder, stem, formats
+        self.stem, self._attempt = _candidate(folder, stem, formats, 1)
+        self._written: dict[str, str | bytes] = {}
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written, where they are now."""
+        return [self.folder / f"{self.stem}.{fmt}" for fmt in self._written]
+
+    def write(self, fmt: str, data: str | bytes) -> Path:
+        """Write ``data`` as this report's ``fmt`` file; its path."""
+        pending = {fmt: data}
+        while pending:
+            kind, text = next(iter(pending.items()))
+            try:
+                write_new_file(self.folder / f"{self.stem}.{kind}", text)
+            except OutputError as exc:
+                if not isinstance(exc.__cause__, FileExistsError):
+                    raise
+                # Taken by someone else since the stem was chosen: ours move on together.
+                for done in self._written:
+                    with contextlib.suppress(FileNotFoundError):
+                        (self.folder / f"{self.stem}.{done}").unlink()
+                pending = {**self._written, **pending}
+                self._written = {}
+                self.stem, self._attempt = _candidate(
+                    self.folder, self.base, self.formats, self._attempt + 1
+                )
+                continue
+            self._written[kind] = text
+            del pending[kind]
+        return self.folder / f"{self.stem}.{fmt}"
 
 
 def write_reports(
@@ -102,9 +151,24 @@ def _write_formats(
     redact: bool | None,
     source_text: str | None,
 ) -> None:
+    files = StemFiles(folder, stem, formats)
+    _write_all(done, files, worker, profile, formats, paper, template_dir, redact, source_text)
+    done.files.extend(files.files)
+
+
+def _write_all(
+    done: Written,
+    files: StemFiles,
+    worker: PdfWorker | None,
+    profile: Profile,
+    formats: list[str],
+    paper: str,
+    template_dir: Path | None,
+    redact: bool | None,
+    source_text: str | None,
+) -> None:
     from hwadvisor.redact import default_salt, redact_profile, salt_warning
 
-    stem = _free_stem(folder, stem, formats)
     salt = default_salt()
     redact_all = bool(redact)
     redact_pdf = redact is not False
@@ -123,10 +187,10 @@ def _write_formats(
         if worker is not None:
             worker.submit(pdf_page)
     if "json" in formats:
-        done.files.append(write_new_file(folder / f"{stem}.json", json_text))
+        files.write("json", json_text)
     if "html" in formats:
         page = pdf_page if same and pdf_page is not None else _html(shown, paper, template_dir, sha)
-        done.files.append(write_new_file(folder / f"{stem}.html", page))
+        files.write("html", page)
     if pdf_page is not None:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
@@ -135,7 +199,7 @@ def _write_formats(
         except PdfUnavailable as exc:
             done.warnings.append(f"no PDF: {exc}")
         else:
-            done.files.append(write_new_file(folder / f"{stem}.pdf", data))
+            files.write("pdf", data)
 
 
 def _html(
