@@ -27,12 +27,14 @@ from hwadvisor.cliopts import (
     DeadlineOpt,
     EvalOpt,
     KwhOpt,
+    LabelOpt,
     LoraRankOpt,
     MethodOpt,
     MicroBatchOpt,
     OptimizerOpt,
     QuietOpt,
     VocabOpt,
+    scan_labels,
 )
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
@@ -285,6 +287,7 @@ def scan(
             "names; a failure, or what made the scan degraded (exit 3), goes to stderr.",
         ),
     ] = False,
+    label: LabelOpt = None,
 ) -> None:
     """Detect and measure this machine; write its profile and report.
 
@@ -310,6 +313,7 @@ def scan(
     request = _advice_request(
         workload, None, assume_gpu, gpus, rules, prices, deadline, kwh_price, need_workload=False
     )
+    labels = scan_labels(label)
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
     if probe_timeout is not None:
         options.timeouts_s = dict.fromkeys(options.timeouts_s, probe_timeout)
@@ -324,6 +328,7 @@ def scan(
             profile = run_scan(options)
     except KeyboardInterrupt as exc:
         raise Interrupted("interrupted; no partial file was written") from exc
+    profile.host.labels = labels
     presets = None
     if request.workload is not None:
         profile.advice = request.run(profile)
