@@ -429,7 +429,10 @@ def ingest(
 
     now = now or _now()
     result = IngestResult()
-    changed = retention_days is not None and retention_days != stored_retention(fleet)
+    stored = stored_retention(fleet)
+    # A retention setting is applied by every ingest, even of nothing new.
+    changed = retention_days is not None and retention_days != stored
+    retain = bool(retention_days if retention_days is not None else stored)
     known = {
         row[0]: (row[1], row[2])
         for row in fleet.con.execute("SELECT path, size_bytes, mtime_ns FROM files").fetchall()
@@ -441,7 +444,7 @@ def ingest(
             result.unchanged += 1
         else:
             todo.append(item)
-    if not todo and not changed:
+    if not todo and not changed and not retain:
         return result
     duckdb = _duckdb()
     con = fleet.con
