@@ -113,6 +113,20 @@ def usable_serial(value: str | None) -> str | None:
     return text
 
 
+def _join_alike(vertices: list[_Sig], members: list[int], join: Any) -> None:
+    """Join the signatures of one GPU set that share a machine id or a host name."""
+    first: dict[tuple[str, Any], int] = {}
+    for i in members:
+        sig = vertices[i]
+        for key in (("key", sig.machine_key), ("name", sig.hostname)):
+            if key[1] is None:
+                continue
+            if key in first:
+                join(first[key], i)
+            else:
+                first[key] = i
+
+
 def _uuid_linked(a: frozenset[str], b: frozenset[str], same_key: bool) -> bool:
     common = len(a & b)
     if common == 0:
@@ -135,7 +149,14 @@ class Group:
     duplicate: bool = False
     display: str | None = None
     note: str | None = None
-    tokens: dict[str, list[Any]] = field(default_factory=dict)
+    _tokens: dict[str, list[Any]] | None = None
+
+    @property
+    def tokens(self) -> dict[str, list[Any]]:
+        """What a tombstone of this host matches later scans by."""
+        if self._tokens is None:
+            self._tokens = _tokens(self)
+        return self._tokens
 
 
 def group_scans(scans: Iterable[Scan]) -> list[Group]:
@@ -156,23 +177,32 @@ def group_scans(scans: Iterable[Scan]) -> list[Group]:
         if ra != rb:
             union.parent[rb] = ra
 
-    buckets: dict[tuple[str, Any], dict[frozenset[str], list[int]]] = defaultdict(dict)
+    by_set: dict[frozenset[str], list[int]] = defaultdict(list)
     for i, sig in enumerate(vertices):
-        if not sig.uuids:
-            continue
-        for uuid in sig.uuids:
-            for bucket in ((uuid, ("key", sig.machine_key)), (uuid, ("name", sig.hostname))):
-                if bucket[1][1] is not None:
-                    buckets[bucket].setdefault(sig.uuids, []).append(i)
-    for (_uuid, (kind, _value)), by_set in buckets.items():
-        for members in by_set.values():
-            for i in members[1:]:
-                join(members[0], i)
-        sets = list(by_set)
-        for x, a in enumerate(sets):
-            for b in sets[x + 1 :]:
-                if _uuid_linked(a, b, kind == "key"):
-                    join(by_set[a][0], by_set[b][0])
+        if sig.uuids:
+            by_set[sig.uuids].append(i)
+    for members in by_set.values():
+        if len(members) > 1:  # the same GPUs: one machine under one id or one name
+            _join_alike(vertices, members, join)
+    sets_of: dict[str, list[frozenset[str]]] = defaultdict(list)
+    for uuids in by_set:
+        for uuid in uuids:
+            sets_of[uuid].append(uuids)
+    pairs = {
+        (a, b) if hash(a) <= hash(b) else (b, a)
+        for sets in sets_of.values()
+        if len(sets) > 1
+        for x, a in enumerate(sets)
+        for b in sets[x + 1 :]
+    }
+    for a, b in pairs:  # GPUs swapped or lost: the sets that share most of theirs
+        for ia in by_set[a]:
+            for ib in by_set[b]:
+                sa, sb = vertices[ia], vertices[ib]
+                same_key = sa.machine_key == sb.machine_key
+                same_name = sa.hostname is not None and sa.hostname == sb.hostname
+                if (same_key or same_name) and _uuid_linked(a, b, same_key):
+                    join(ia, ib)
     # Each GPU machine's span in time: two of them at once are two machines, whatever else.
     gpu_spans: dict[int, list[_Span]] = {}
     for i, sig in enumerate(vertices):
@@ -190,15 +220,15 @@ def group_scans(scans: Iterable[Scan]) -> list[Group]:
     for members in by_serial.values():
         if len({vertices[i].machine_key for i in members}) > _MAX_SERIAL_KEYS:
             continue
-        for x, a in enumerate(members):
-            for b in members[x + 1 :]:
-                sa, sb = vertices[a], vertices[b]
+        for x, ia in enumerate(members):
+            for ib in members[x + 1 :]:
+                sa, sb = vertices[ia], vertices[ib]
                 same_key = sa.machine_key == sb.machine_key
                 same_name = sa.hostname is not None and sa.hostname == sb.hostname
                 linked = (same_key and same_name) or ((same_key or same_name) and _apart(sa, sb))
                 if not linked:
                     continue
-                ra, rb = union.find(a), union.find(b)
+                ra, rb = union.find(ia), union.find(ib)
                 if ra == rb:
                     continue
                 if any(
@@ -233,8 +263,6 @@ def group_scans(scans: Iterable[Scan]) -> list[Group]:
     ]
     for members in bare.values():
         groups.extend(_by_machine_id([vertices[i] for i in members]))
-    for group in groups:
-        group.tokens = _tokens(group, vertices)
     return groups
 
 
@@ -256,7 +284,7 @@ def _by_machine_id(sigs: list[_Sig]) -> list[Group]:
     ]
 
 
-def _tokens(group: Group, vertices: list[_Sig]) -> dict[str, list[Any]]:
+def _tokens(group: Group) -> dict[str, list[Any]]:
     """What a tombstone of this host matches later scans by."""
     uuids = sorted({u for s in group.scans for u in s.uuids})
     serials = sorted({s.serial for s in group.scans if s.serial})
@@ -266,13 +294,11 @@ def _tokens(group: Group, vertices: list[_Sig]) -> dict[str, list[Any]]:
     return {"uuids": uuids, "serials": serials, "pairs": [list(p) for p in pairs]}
 
 
-def _order(scan: Scan) -> tuple[datetime, datetime, str]:
-    return (scan.when, scan.ingested, _desc(scan.scan_id))
-
-
-def _desc(text: str) -> str:
-    # The smallest scan id wins a tie on times (as the view's ORDER BY ... scan_id did).
-    return "".join(chr(0x10FFFF - ord(c)) for c in text)
+def _sort(scans: list[Scan]) -> None:
+    """Oldest first; the latest last, the smallest scan id winning a tie on times."""
+    if len(scans) > 1:
+        scans.sort(key=lambda s: s.scan_id, reverse=True)
+        scans.sort(key=lambda s: (s.when, s.ingested))
 
 
 def _real_id(key: str) -> bool:
@@ -282,7 +308,7 @@ def _real_id(key: str) -> bool:
 def name_groups(groups: list[Group]) -> None:
     """Give each host its key, latest scan, display name, clone flag and note."""
     for group in groups:
-        group.scans.sort(key=_order)
+        _sort(group.scans)
         group.latest = group.scans[-1]
     bases: dict[str, list[Group]] = defaultdict(list)
     for group in groups:
