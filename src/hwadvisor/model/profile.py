@@ -26,7 +26,8 @@ from hwadvisor.model.labels import clean_labels
 #: answer: ``deadline_hours``, the ``recommendation`` with its costs, ``class_below``,
 #: ``if_you_can_wait``, ``assumed`` verdicts, ``key_figures``, ``caveats``, the verdict's words
 #: (``this_machine.verdict``, ``checks``), each estimate's ``scenario_class`` and costs.
-SCHEMA_VERSION = 7
+#: 8: ``host.labels`` (``scan --label``).
+SCHEMA_VERSION = 8
 
 
 def _not_probed() -> Fact[Any]:
