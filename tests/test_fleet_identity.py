@@ -484,3 +484,32 @@ def test_parquet_has_timestamps_serials_and_a_hive_layout_read_back(
     table = pyarrow_dataset.dataset(str(out), format="parquet", partitioning="hive").to_table()
     assert str(table.schema.field("scan_utc").type) == "timestamp[us, tz=UTC]"
     assert table.num_rows == 4
+
+
+def test_a_fleet_of_schema_1_is_upgraded_and_its_clones_told_apart(tmp_path: Path) -> None:
+    clone = "sha256:c10ec10ec10ec10e"
+    docs = [_host(i, machine_id=clone, hostname="gpu-07") for i in range(2)]
+    _write(tmp_path / "p", docs)
+    db = tmp_path / "fleet.duckdb"
+    with open_fleet(db, create=True) as fleet:
+        ingest(fleet, [tmp_path / "p"], now=NOW)
+        # Back to what hwadvisor wrote before fleet schema 2.
+        con = fleet.con
+        for sql in (
+            "DROP VIEW hosts",
+            "DROP VIEW host_scans",
+            "DROP TABLE scan_hosts",
+            "DROP TABLE forgotten",
+            'ALTER TABLE scans DROP COLUMN "group"',
+            "ALTER TABLE scans DROP COLUMN labels",
+            "ALTER TABLE gpus DROP COLUMN serial",
+            "UPDATE fleet_meta SET value = '1' WHERE key = 'schema'",
+        ):
+            con.execute(sql)
+    with open_fleet(db, create=False, read_only=True) as fleet:  # a reader upgrades it once
+        assert fleet.scalar("SELECT value FROM fleet_meta WHERE key = 'schema'") == "2"
+        assert fleet.scalar("SELECT count(*) FROM hosts WHERE duplicate_id") == 2
+    with open_fleet(db, create=False) as fleet:
+        again = ingest(fleet, [tmp_path / "p"], now=NOW)
+        assert again.unchanged == 2
+        assert "group" in {r[0] for r in fleet.con.execute("DESCRIBE scans").fetchall()}
