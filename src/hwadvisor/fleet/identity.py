@@ -302,7 +302,8 @@ def _sort(scans: list[Scan]) -> None:
 
 
 def _real_id(key: str) -> bool:
-    return not key.startswith(("host:", "file:"))
+    """A machine id, not a stand-in (a host name or a file where the profile had none)."""
+    return not key.startswith(("host:", "file:", "scan:"))
 
 
 def name_groups(groups: list[Group]) -> None:

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hwadvisor.fleet.store import DUPLICATE_WINDOW_DAYS, Fleet
+from hwadvisor.fleet.identity import DUPLICATE_WINDOW_DAYS
+from hwadvisor.fleet.store import Fleet
 
 #: A figure is an outlier when it is this many robust standard deviations (1.4826 × the median
 #: absolute deviation) below the median of identical devices in the fleet ...

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.errors import HwAdvisorError, InputError, OutputError
-from hwadvisor.fleet.identity import DUPLICATE_WINDOW_DAYS, resolve
+from hwadvisor.fleet.identity import resolve
 from hwadvisor.fleet.rows import (
     FINDING_COLUMNS,
     GPU_COLUMNS,
@@ -57,7 +57,6 @@ _NOT_INPUT = (
 _FUTURE = timedelta(days=1)
 #: hwadvisor did not exist before this: an earlier date is a clock reset to its epoch.
 _EPOCH = datetime(2020, 1, 1)
-__all__ = ["DUPLICATE_WINDOW_DAYS", "FLEET_SCHEMA", "Fleet", "ingest", "open_fleet"]
 
 #: Above this many files to read, parsing runs in worker processes (one per usable CPU).
 _PARALLEL_FROM = 256
