@@ -513,3 +513,14 @@ def test_a_fleet_of_schema_1_is_upgraded_and_its_clones_told_apart(tmp_path: Pat
         again = ingest(fleet, [tmp_path / "p"], now=NOW)
         assert again.unchanged == 2
         assert "group" in {r[0] for r in fleet.con.execute("DESCRIBE scans").fetchall()}
+
+
+def test_a_firmware_default_serial_folds_nothing() -> None:
+    """Many CPU-only machines whose firmware gives them all one serial, scanned days apart
+    (so never "at the same time"): each is its own host."""
+    start = datetime(2026, 11, 1)
+    scans = [
+        _scan(0, m, f"sha256:{m:016x}", f"n{m}", frozenset(), "12345678", start + timedelta(days=m))
+        for m in range(20)
+    ]
+    assert len(group_scans(scans)) == 20

@@ -47,8 +47,10 @@ CLONE_TITLE = (
     "Machine id shared by machines scanned at the same time (a cloned image): give each its "
     "own with systemd-machine-id-setup"
 )
-#: A serial carried by more machine ids than this is a firmware default, not an identity.
+#: A serial carried by more machine ids, or by more ways of naming a machine, than this is a
+#: firmware default, not an identity.
 _MAX_SERIAL_KEYS = 8
+_MAX_SERIAL_SIGS = 64
 
 
 @dataclass
@@ -218,7 +220,10 @@ def group_scans(scans: Iterable[Scan]) -> list[Group]:
         if sig.serial:
             by_serial[sig.serial].append(i)
     for members in by_serial.values():
-        if len({vertices[i].machine_key for i in members}) > _MAX_SERIAL_KEYS:
+        if (
+            len(members) > _MAX_SERIAL_SIGS
+            or len({vertices[i].machine_key for i in members}) > _MAX_SERIAL_KEYS
+        ):
             continue
         for x, ia in enumerate(members):
             for ib in members[x + 1 :]:
