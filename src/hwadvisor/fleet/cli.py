@@ -325,7 +325,7 @@ def summary(
         [
             "hwadvisor fleet export --format csv --out hosts.csv",
             "hwadvisor fleet export --table gpus --format parquet --out gpus.parquet",
-            "hwadvisor fleet export --format parquet --partition-by date,site --out inventory/",
+            "hwadvisor fleet export --format parquet --partition-by date,site --out inv/",
             "hwadvisor fleet export profiles/ --table findings --format ndjson",
         ],
         _WRITES,
