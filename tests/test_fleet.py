@@ -129,8 +129,9 @@ def test_a_machine_id_two_hosts_report_at_once_is_two_hosts_and_flagged(tmp_path
         doc["host"]["machine_id"]["value"] = "sha256:0123456789abcdef"
     a["host"]["hostname"]["value"], a["created_utc"] = "clone-a", "2026-11-20T00:00:00Z"
     b["host"]["hostname"]["value"], b["created_utc"] = "clone-b", "2026-11-21T00:00:00Z"
-    # A rename long ago: the same machine, not a clone.
+    # A rename long ago: the same machine (the same GPUs as clone-a), not a clone.
     c["host"]["hostname"]["value"], c["created_utc"] = "old-name", "2026-09-01T00:00:00Z"
+    c["gpus"] = a["gpus"]
     folder = tmp_path / "p"
     _write(folder, [a, b, c])
     with open_fleet(None, create=True) as fleet:

@@ -70,7 +70,8 @@ def test_schema_5_profile_loads_with_the_new_sections_not_probed() -> None:
     ]
     assert "system" not in doc and "network" not in doc
     profile = parse_profile(json.dumps(doc), "v5.json")
-    assert profile.schema_version == SCHEMA_VERSION == 7
+    assert profile.schema_version == SCHEMA_VERSION == 8
+    assert profile.host.labels is None  # schema 8: none given
     assert profile.system.vendor.value is None
     assert profile.system.serial.reason == "not probed"
     assert profile.network.interfaces == [] and profile.network.rdma == []

@@ -27,6 +27,7 @@ from hwadvisor.cliopts import (
     DeadlineOpt,
     EvalOpt,
     KwhOpt,
+    LabelOpt,
     LoraRankOpt,
     MethodOpt,
     MicroBatchOpt,
@@ -34,6 +35,7 @@ from hwadvisor.cliopts import (
     QuietOpt,
     TorchPythonOpt,
     VocabOpt,
+    scan_labels,
 )
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
@@ -287,6 +289,7 @@ def scan(
         ),
     ] = False,
     torch_python: TorchPythonOpt = None,
+    label: LabelOpt = None,
 ) -> None:
     """Detect and measure this machine; write its profile and report.
 
@@ -315,6 +318,7 @@ def scan(
     request = _advice_request(
         workload, None, assume_gpu, gpus, rules, prices, deadline, kwh_price, need_workload=False
     )
+    labels = scan_labels(label)
     options = ScanOptions(out_dir=out, bench=not no_bench, budget_s=budget)
     options.torch_python = torch_python
     if probe_timeout is not None:
@@ -330,6 +334,7 @@ def scan(
             profile = run_scan(options)
     except KeyboardInterrupt as exc:
         raise Interrupted("interrupted; no partial file was written") from exc
+    profile.host.labels = labels
     presets = None
     if request.workload is not None:
         profile.advice = request.run(profile)

@@ -201,3 +201,42 @@ TorchPythonOpt = Annotated[
         "own Python (skipped when that has no torch).",
     ),
 ]
+
+
+def _check_labels(values: list[str] | None) -> list[str] | None:
+    from hwadvisor.model.labels import LabelError, parse_label
+
+    for value in values or []:
+        try:
+            parse_label(value)
+        except LabelError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+    return values
+
+
+LabelOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time (Python 3.10)
+    typer.Option(
+        "--label",
+        metavar="KEY=VALUE",
+        callback=_check_labels,
+        help="Label this machine in its profile (repeatable), e.g. --label site=a --label "
+        'rack=r12; added to HWADVISOR_LABELS="site=a,rack=r12". Keys: [a-z0-9_.-], values: '
+        "[A-Za-z0-9_.-], up to 63 characters. The fleet exports site, rack and group.",
+        show_default=False,
+    ),
+]
+
+
+def scan_labels(items: list[str] | None) -> dict[str, str] | None:
+    """The labels a scan puts in its profile: ``HWADVISOR_LABELS``, then ``--label``; a bad one
+    is a usage error (exit 2), raised before the scan starts."""
+    import os
+
+    from hwadvisor.errors import UsageError
+    from hwadvisor.model.labels import LabelError, parse_labels
+
+    try:
+        return parse_labels(items or [], os.environ) or None
+    except LabelError as exc:
+        raise UsageError(str(exc)) from exc

@@ -136,6 +136,17 @@ def _ingest_lines(result: IngestResult, where: str) -> list[str]:
         lines.append(
             f"  {result.clock_skewed:,} scans have a wrong clock: ordered by file time instead"
         )
+    if result.forgotten_scans:
+        lines.append(
+            f"  {result.forgotten_scans:,} scans of forgotten hosts left out (fleet forget, "
+            "retention): only a newer scan brings a host back"
+        )
+    if result.retired:
+        lines.append(
+            f"  {len(result.retired):,} hosts dropped by the retention setting: "
+            + ", ".join(result.retired[:5])
+            + (f" and {len(result.retired) - 5:,} more" if len(result.retired) > 5 else "")
+        )
     return lines
 
 
@@ -164,6 +175,18 @@ def ingest(
     ] = DEFAULT_DB,
     as_json: AsJson = False,
     quiet: QuietOpt = False,
+    retention_days: Annotated[
+        int | None,
+        typer.Option(
+            "--retention-days",
+            metavar="DAYS",
+            min=0,
+            help="Keep this setting in the database: from now on every ingest forgets the "
+            "hosts not scanned for DAYS days (their scans deleted; a newer scan brings one "
+            "back). 0 turns it off (the default: hosts are kept forever).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Add profiles to the fleet database.
 
@@ -176,7 +199,7 @@ def ingest(
     from hwadvisor.fleet.store import open_fleet
 
     with open_fleet(db, create=True) as fleet, stdin_sources(sources) as paths:
-        result = run_ingest(fleet, paths)
+        result = run_ingest(fleet, paths, retention_days=retention_days)
         hosts = fleet.scalar("SELECT count(*) FROM hosts")
     if as_json:
         out = {
@@ -186,6 +209,8 @@ def ingest(
             "unchanged": result.unchanged,
             "already_known": result.known_scans,
             "clock_skewed": result.clock_skewed,
+            "forgotten_scans": result.forgotten_scans,
+            "retired": result.retired,
             "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
             "hosts": hosts,
         }
@@ -311,11 +336,6 @@ def print_summary(data: dict[str, Any]) -> None:
     if data["stale"]:
         attention.append(
             f"stale: {_hosts(len(data['stale']))} not scanned in {data['stale_days']} days"
-        )
-    for d in data["duplicate_machine_ids"][:5]:
-        attention.append(
-            f"duplicate machine id {d['machine_id']}: {', '.join(map(str, d['hostnames']))} "
-            "(cloned image? run systemd-machine-id-setup on each)"
         )
     if data["clock_skewed"]:
         attention.append(f"clock: {len(data['clock_skewed']):,} hosts report a wrong scan time")
@@ -463,6 +483,7 @@ def show(
         [
             "hwadvisor fleet export --format csv --out hosts.csv",
             "hwadvisor fleet export --table gpus --format parquet --out gpus.parquet",
+            "hwadvisor fleet export --format parquet --partition-by date,site --out inv/",
             "hwadvisor fleet export profiles/ --table findings --format ndjson",
         ],
         _WRITES,
@@ -484,21 +505,124 @@ def export(
     ] = "csv",
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="FILE", help="The file (default: stdout; not Parquet)."),
+        typer.Option(
+            "--out",
+            metavar="PATH",
+            help="The file (default: stdout; not Parquet); with --partition-by, the folder.",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+    partition_by: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-by",
+            metavar="LIST",
+            help="Parquet only: a folder of Hive-style partitions by some of date (the scan's, "
+            "UTC), site, rack, group: OUT/date=2026-11-23/site=a/hosts_0.parquet.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write the fleet as flat rows, for spreadsheets and CMDBs.
 
     Columns are null-safe, with units in their names (memory_total_bytes): unknown is an empty
-    CSV cell or null, never 0."""
+    CSV cell or null, never 0. Serial numbers and the site, rack and group labels are
+    columns; times are UTC timestamps in Parquet."""
     from hwadvisor.fleet.export import export as run_export
+    from hwadvisor.fleet.export import parse_partitions
 
+    partitions = parse_partitions(partition_by)
     fleet, _ = _open(sources, db)
     with fleet:
-        count = run_export(fleet, table, fmt.lower(), out, force=force)
+        count = run_export(fleet, table, fmt.lower(), out, force=force, partition_by=partitions)
     if out is not None:
         _err(f"wrote {out} ({count:,} rows)")
+
+
+@fleet_app.command(
+    epilog=epilog(
+        [
+            "hwadvisor fleet forget node17 node18   # decommissioned",
+            "hwadvisor fleet forget sha256:0035969ec53f6e7f --dry-run",
+            "hwadvisor fleet forget --older-than 90 # every host not scanned in 90 days",
+        ],
+        _WRITES,
+    )
+)
+def forget(
+    hosts: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="HOST...",
+            help="Host names, machine ids or host keys (as fleet export shows them).",
+            show_default=False,
+        ),
+    ] = None,
+    db: Annotated[
+        Path, typer.Option("--db", metavar="FILE", help="The fleet database.")
+    ] = DEFAULT_DB,
+    older_than: Annotated[
+        int | None,
+        typer.Option(
+            "--older-than",
+            metavar="DAYS",
+            min=1,
+            help="Also every host whose latest scan is older than DAYS days.",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be forgotten; change nothing.")
+    ] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Remove hosts from the fleet: decommissioned, renamed away, or test machines.
+
+    Their scans are deleted and a tombstone is kept, so that an old profile of theirs read
+    again (the same file, a backup) stays out; a scan newer than the last one forgotten brings
+    the host back. A name that matches no host is an error (exit 5) and nothing is removed."""
+    from hwadvisor.errors import InputError, UsageError
+    from hwadvisor.fleet.identity import forget as run_forget
+    from hwadvisor.fleet.store import open_fleet
+
+    if not hosts and older_than is None:
+        raise UsageError("name the hosts to forget, or give --older-than DAYS")
+    with open_fleet(db, create=False) as fleet:
+        try:
+            gone, unknown = run_forget(
+                fleet, _now(), names=hosts or [], older_than_days=older_than, dry_run=dry_run
+            )
+        except ValueError as exc:
+            raise InputError(f"{db}: {exc}") from exc
+    if unknown:
+        raise InputError(
+            f"{db}: no host {', '.join(repr(n) for n in unknown)} (a host name, machine id or "
+            "host key of `fleet export`); nothing was forgotten"
+        )
+    if as_json:
+        doc = {
+            "db": str(db),
+            "dry_run": dry_run,
+            "forgotten": [
+                {
+                    "host_key": g.host_key,
+                    "hostname": g.hostname,
+                    "scans": g.scans,
+                    "last_scan_utc": g.last_scan_utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+                for g in gone
+            ],
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    verb = "would forget" if dry_run else "forgot"
+    names = ", ".join(g.hostname or g.host_key for g in gone[:10])
+    more = f" and {len(gone) - 10:,} more" if len(gone) > 10 else ""
+    scans = sum(g.scans for g in gone)
+    # Stored names are already made visible (no escape sequence reaches the terminal).
+    typer.echo(
+        f"{db}: {verb} {_hosts(len(gone))} ({scans:,} scans)" + (f": {names}{more}" if gone else "")
+    )
 
 
 @fleet_app.command(

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hwadvisor.fleet.store import DUPLICATE_WINDOW_DAYS, Fleet
+from hwadvisor.fleet.identity import DUPLICATE_WINDOW_DAYS
+from hwadvisor.fleet.store import Fleet
 
 #: A figure is an outlier when it is this many robust standard deviations (1.4826 × the median
 #: absolute deviation) below the median of identical devices in the fleet ...
@@ -122,9 +123,11 @@ def stale(fleet: Fleet, now: datetime, days: int = STALE_DAYS) -> list[dict[str,
 
 
 def duplicates(fleet: Fleet) -> list[dict[str, Any]]:
-    """Machine ids that several hosts report at once (a cloned image's /etc/machine-id)."""
+    """Machine ids that several hosts report at once (a cloned image's /etc/machine-id): each
+    with its hosts' names (a name several hosts share followed by the host key)."""
     return fleet.query(
-        """SELECT machine_key AS machine_id, list(DISTINCT hostname ORDER BY hostname) AS hostnames
+        """SELECT machine_key AS machine_id,
+                  list(DISTINCT display_name ORDER BY display_name) AS hostnames
         FROM hosts WHERE duplicate_id GROUP BY machine_key ORDER BY machine_key"""
     )
 
@@ -144,8 +147,7 @@ def summary(fleet: Fleet, now: datetime, stale_days: int = STALE_DAYS) -> dict[s
     finding_rows = fleet.query(
         """SELECT f.id, any_value(f.severity) AS severity, any_value(f.title) AS title,
                   count(DISTINCT h.host_key) AS hosts,
-                  list(DISTINCT coalesce(h.hostname, h.host_key)
-                       ORDER BY coalesce(h.hostname, h.host_key)) AS host_names
+                  list(DISTINCT h.display_name ORDER BY h.display_name) AS host_names
            FROM hosts h JOIN findings f USING (scan_id)
            GROUP BY f.id
            ORDER BY CASE any_value(f.severity) WHEN 'error' THEN 0 WHEN 'warning' THEN 1

@@ -9,6 +9,7 @@ and every string is made visible and bounded as the model would.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from hwadvisor.model.facts import MAX_STRING, visible
+from hwadvisor.model.labels import clean_labels
 
 #: The columns of the ``scans`` table after the identity columns, in order, with their SQL types.
 #: Units are in the names; every column may be null (unknown on that host).
@@ -67,12 +69,24 @@ HOST_COLUMNS: tuple[tuple[str, str], ...] = (
     ("advice_sufficient", "BOOLEAN"),
 )
 
+#: What identifies the machine beyond its machine id, and where it stands (its labels): the
+#: ``scans`` columns after :data:`HOST_COLUMNS`. ``labels`` is the whole label map as JSON text;
+#: ``site``, ``rack`` and ``group`` are the labels of those names.
+IDENTITY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("system_serial", "VARCHAR"),
+    ("site", "VARCHAR"),
+    ("rack", "VARCHAR"),
+    ("group", "VARCHAR"),
+    ("labels", "VARCHAR"),
+)
+
 GPU_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpu_index", "INTEGER"),
     ("name", "VARCHAR"),
     ("catalog_name", "VARCHAR"),
     ("gpu_class", "VARCHAR"),
     ("uuid", "VARCHAR"),
+    ("serial", "VARCHAR"),
     ("pci_bus_id", "VARCHAR"),
     ("vram_total_bytes", "BIGINT"),
     ("architecture", "VARCHAR"),
@@ -129,6 +143,8 @@ class Rows:
     """``scan``, ``import`` (an imported profile saved by hwadvisor) or the format a foreign file
     was imported as (``nvidia-smi -q XML``)."""
     host: dict[str, Any]
+    identity: dict[str, Any] = field(default_factory=dict)
+    """The :data:`IDENTITY_COLUMNS`."""
     gpus: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     measurements: list[dict[str, Any]] = field(default_factory=list)
@@ -228,6 +244,7 @@ _GPU_FACTS: tuple[str, ...] = (
     "catalog_name",
     "gpu_class",
     "uuid",
+    "serial",
     "pci_bus_id",
     "vram_total_bytes",
     "architecture",
@@ -514,6 +531,14 @@ def flatten(doc: dict[str, Any], origin: str) -> Rows:
         "advice_sufficient": _bool(_get(advice, "this_machine", "sufficient")),
     }
     version = _int(doc.get("schema_version")) or 0
+    labels = clean_labels(_get(doc, "host", "labels")) or {}
+    identity = {
+        "system_serial": _text(_fact(doc, "system", "serial")),
+        "site": labels.get("site"),
+        "rack": labels.get("rack"),
+        "group": labels.get("group"),
+        "labels": json.dumps(labels, separators=(",", ":")) if labels else None,
+    }
     return Rows(
         machine_id=_text(_fact(doc, "host", "machine_id")),
         hostname=_text(_fact(doc, "host", "hostname")),
@@ -522,6 +547,7 @@ def flatten(doc: dict[str, Any], origin: str) -> Rows:
         tool_version=_text(_get(doc, "tool", "version")),
         origin=origin,
         host=host,
+        identity=identity,
         gpus=gpus,
         findings=findings,
         measurements=measurements,

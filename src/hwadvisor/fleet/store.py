@@ -3,9 +3,11 @@
 Tables: ``files`` (every file ever offered, with its size and mtime so an unchanged folder is
 re-ingested from ``stat`` alone, and the reason a file was skipped), ``scans`` (one row per
 distinct profile, history kept, the profile itself compressed in ``doc``), and per scan ``gpus``,
-``findings`` and ``measurements``. Views: ``host_scans`` (every scan with the host it belongs
-to) and ``hosts`` (the latest scan of each host). An ingest is one transaction: a failure or
-Ctrl-C leaves the database as it was.
+``findings`` and ``measurements``; ``scan_hosts`` (which host each scan belongs to:
+:mod:`hwadvisor.fleet.identity`) and ``forgotten`` (the tombstones of ``fleet forget`` and the
+retention setting). Views: ``host_scans`` (every scan with the host it belongs to) and
+``hosts`` (the latest scan of each host). An ingest is one transaction: a failure or Ctrl-C
+leaves the database as it was.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from hwadvisor.errors import HwAdvisorError, InputError, OutputError
 from hwadvisor.fleet import logstream
+from hwadvisor.fleet.identity import resolve
 from hwadvisor.fleet.rows import (
     FINDING_COLUMNS,
     GPU_COLUMNS,
     HOST_COLUMNS,
+    IDENTITY_COLUMNS,
     MEASUREMENT_COLUMNS,
     Rows,
     flatten,
@@ -43,7 +47,9 @@ if TYPE_CHECKING:
     pass
 
 #: Bumped when the tables change shape; a database from a newer hwadvisor is refused.
-FLEET_SCHEMA = 1
+#: 2: serials, labels and GPU serials; hosts told apart by GPU UUIDs and serials
+#: (``scan_hosts``); ``forgotten``.
+FLEET_SCHEMA = 2
 
 #: Files a folder walk never offers as profiles: outputs of hwadvisor and of other tools.
 _NOT_INPUT = (
@@ -55,8 +61,6 @@ _NOT_INPUT = (
 _FUTURE = timedelta(days=1)
 #: hwadvisor did not exist before this: an earlier date is a clock reset to its epoch.
 _EPOCH = datetime(2020, 1, 1)
-#: Two hostnames under one machine id within this window are two machines (a cloned image).
-DUPLICATE_WINDOW_DAYS = 7
 
 #: Above this many files to read, parsing runs in worker processes (one per usable CPU).
 _PARALLEL_FROM = 256
@@ -77,50 +81,47 @@ def _duckdb() -> Any:
 # Opening
 
 
-def _schema_sql() -> list[str]:
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _schema_sql(upgrade: bool = False) -> list[str]:
+    """The tables and views; with ``upgrade``, the columns added since an older fleet schema
+    too (null in its old rows)."""
+
     def cols(spec: Iterable[tuple[str, str]]) -> str:
-        return ", ".join(f"{name} {kind}" for name, kind in spec)
+        return ", ".join(f"{_quoted(name)} {kind}" for name, kind in spec)
 
     return [
         "CREATE TABLE IF NOT EXISTS fleet_meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
         "CREATE TABLE IF NOT EXISTS files (path VARCHAR PRIMARY KEY, size_bytes BIGINT, "
         "mtime_ns BIGINT, scan_id VARCHAR, status VARCHAR, reason VARCHAR, "
         "ingested_utc TIMESTAMP)",
-        "CREATE TABLE IF NOT EXISTS scans (scan_id VARCHAR PRIMARY KEY, machine_id VARCHAR, "
-        "hostname VARCHAR, machine_key VARCHAR, created_utc TIMESTAMP, effective_utc TIMESTAMP, "
-        "clock_note VARCHAR, schema_version INTEGER, tool_version VARCHAR, origin VARCHAR, "
-        f"path VARCHAR, ingested_utc TIMESTAMP, {cols(HOST_COLUMNS)}, doc BLOB)",
+        f"CREATE TABLE IF NOT EXISTS scans ({cols(_SCAN_SPEC)}, PRIMARY KEY (scan_id))",
         f"CREATE TABLE IF NOT EXISTS gpus (scan_id VARCHAR, {cols(GPU_COLUMNS)})",
         f"CREATE TABLE IF NOT EXISTS findings (scan_id VARCHAR, {cols(FINDING_COLUMNS)})",
         f"CREATE TABLE IF NOT EXISTS measurements (scan_id VARCHAR, {cols(MEASUREMENT_COLUMNS)})",
-        f"""CREATE OR REPLACE VIEW host_scans AS
-        WITH s AS (
-            SELECT * EXCLUDE (doc),
-                   max(effective_utc) OVER (PARTITION BY machine_key) AS key_latest
-            FROM scans
-        ), dup AS (
-            SELECT machine_key FROM s
-            WHERE hostname IS NOT NULL
-              AND effective_utc >= key_latest - INTERVAL {DUPLICATE_WINDOW_DAYS} DAY
-            GROUP BY machine_key HAVING count(DISTINCT hostname) > 1
-        )
-        SELECT s.*,
-               s.machine_key IN (SELECT machine_key FROM dup) AS duplicate_id,
-               CASE WHEN s.machine_key IN (SELECT machine_key FROM dup)
-                    THEN s.machine_key || '@' || coalesce(s.hostname, '?')
-                    ELSE s.machine_key END AS host_key
-        FROM s""",
-        f"""CREATE OR REPLACE VIEW hosts AS
-        SELECT * EXCLUDE (rn, key_latest) FROM (
-            SELECT *, row_number() OVER (
-                PARTITION BY host_key
-                ORDER BY effective_utc DESC NULLS LAST, ingested_utc DESC, scan_id
-            ) AS rn
-            FROM host_scans
-        ) WHERE rn = 1
-          -- Under a shared machine id, a name last seen before the window is a rename: history.
-          AND NOT (duplicate_id
-                   AND effective_utc < key_latest - INTERVAL {DUPLICATE_WINDOW_DAYS} DAY)""",
+        *(
+            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {_quoted(name)} {kind}"
+            for table, spec in (_TABLES.items() if upgrade else ())
+            for name, kind in spec
+        ),
+        # Which host each scan belongs to (hwadvisor.fleet.identity), rewritten on each change.
+        "CREATE TABLE IF NOT EXISTS scan_hosts (scan_id VARCHAR, host_key VARCHAR, "
+        "latest BOOLEAN, shown BOOLEAN, duplicate_id BOOLEAN, display_name VARCHAR, "
+        "identity_note VARCHAR)",
+        # Hosts forgotten (fleet forget, the retention setting): their scans stay out until a
+        # newer one arrives.
+        "CREATE TABLE IF NOT EXISTS forgotten (host_key VARCHAR, hostname VARCHAR, "
+        "forgotten_utc TIMESTAMP, upto_utc TIMESTAMP, reason VARCHAR, tokens VARCHAR)",
+        """CREATE OR REPLACE VIEW host_scans AS
+        SELECT s.* EXCLUDE (doc), i.host_key, i.duplicate_id, i.display_name, i.identity_note,
+               i.latest, i.shown
+        FROM scans s JOIN scan_hosts i USING (scan_id)""",
+        # The latest scan of each host; a rename's old name, under a shared machine id, is
+        # history only (not shown).
+        """CREATE OR REPLACE VIEW hosts AS
+        SELECT * EXCLUDE (latest, shown) FROM host_scans WHERE latest AND shown""",
     ]
 
 
@@ -286,11 +287,14 @@ def _check_schema(fleet: Fleet, create: bool, *, read_only: bool = False) -> boo
         return version == FLEET_SCHEMA
     try:
         fleet.con.execute("BEGIN TRANSACTION")
-        for sql in _schema_sql():
+        for sql in _schema_sql(upgrade=0 < version < FLEET_SCHEMA):
             fleet.con.execute(sql)
         fleet.con.execute(
             "INSERT OR REPLACE INTO fleet_meta VALUES ('schema', ?)", [str(FLEET_SCHEMA)]
         )
+        if 0 < version < 2:
+            # Hosts of an older fleet, told apart by the GPU UUIDs it already holds.
+            resolve(fleet, _now())
         fleet.con.execute("COMMIT")
     except duckdb.Error as exc:
         fleet.con.execute("ROLLBACK")
@@ -468,6 +472,10 @@ class IngestResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """(path, reason) for each file that is not a profile this hwadvisor reads."""
     clock_skewed: int = 0
+    forgotten_scans: int = 0
+    """Scans read of hosts forgotten (``fleet forget``, retention) and left out again."""
+    retired: list[str] = field(default_factory=list)
+    """Host keys the retention setting dropped in this ingest."""
 
 
 def _now() -> datetime:
@@ -489,6 +497,8 @@ def _effective(rows: Rows, mtime_ns: int, now: datetime) -> tuple[datetime, str 
 
 
 def _machine_key(rows: Rows, path: str) -> str:
+    """The software identity: the machine id, else the host name, else the file (the hardware
+    identity, GPU UUIDs and serials, is added by :func:`hwadvisor.fleet.identity.resolve`)."""
     if rows.machine_id:
         return rows.machine_id
     if rows.hostname:
@@ -502,10 +512,19 @@ def ingest(
     *,
     workers: int | None = None,
     now: datetime | None = None,
+    retention_days: int | None = None,
 ) -> IngestResult:
-    """Add the profiles under ``sources`` to ``fleet``, in one transaction."""
+    """Add the profiles under ``sources`` to ``fleet``, in one transaction; with
+    ``retention_days``, store that setting first (0: keep hosts forever)."""
+    from hwadvisor.fleet.identity import retention_days as stored_retention
+    from hwadvisor.fleet.identity import set_retention_days
+
     now = now or _now()
     result = IngestResult()
+    stored = stored_retention(fleet)
+    # A retention setting is applied by every ingest, even of nothing new.
+    changed = retention_days is not None and retention_days != stored
+    retain = bool(retention_days if retention_days is not None else stored)
     known = {
         row[0]: (row[1], row[2])
         for row in fleet.con.execute("SELECT path, size_bytes, mtime_ns FROM files").fetchall()
@@ -517,7 +536,7 @@ def ingest(
             result.unchanged += 1
         else:
             todo.append(item)
-    if not todo:
+    if not todo and not changed and not retain:
         return result
     duckdb = _duckdb()
     con = fleet.con
@@ -527,8 +546,14 @@ def ingest(
         with tempfile.TemporaryDirectory(prefix="hwadvisor-fleet-") as tmp:
             con.execute("BEGIN TRANSACTION")
             try:
+                if retention_days is not None:
+                    set_retention_days(fleet, retention_days)
                 for chunk in _chunks(todo, workers, Path(tmp), now):
                     _merge(fleet, chunk, result)
+                resolved = resolve(fleet, now)
+                result.forgotten_scans = resolved.forgotten_scans
+                result.new_scans -= resolved.forgotten_scans
+                result.retired = [g.key for g in resolved.retired]
                 con.execute("COMMIT")
             except BaseException:
                 # A failed COMMIT (a full disk) has ended the transaction already: the ROLLBACK
@@ -614,6 +639,7 @@ _SCAN_SPEC: tuple[tuple[str, str], ...] = (
     ("ingested_utc", "TIMESTAMP"),
     *HOST_COLUMNS,
     ("doc", "BLOB"),
+    *IDENTITY_COLUMNS,
 )
 _FILE_SPEC: tuple[tuple[str, str], ...] = (
     ("path", "VARCHAR"),
@@ -685,6 +711,7 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
             "ingested_utc": _when(now),
             **rows.host,
             "doc": base64.b64encode(loaded.doc or b"").decode("ascii"),
+            **rows.identity,
         }
         lines["scans"].append(dumps(scan))
         for table, entries in (
@@ -739,7 +766,7 @@ def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult) -> None:
         new = con.execute("SELECT count(*) FROM new_ids").fetchone()[0]
         for table, path in chunk.tables.items():
             con.execute(
-                f"INSERT INTO {table} SELECT * FROM ({_reader(table)}) "
+                f"INSERT INTO {table} BY NAME SELECT * FROM ({_reader(table)}) "
                 "WHERE scan_id IN (SELECT scan_id FROM new_ids)",
                 [path],
             )

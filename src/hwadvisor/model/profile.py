@@ -9,11 +9,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks
 from hwadvisor.model.facts import Fact, StrictModel, unknown
+from hwadvisor.model.labels import clean_labels
 
 #: Bumped when the JSON changes shape. Loaders accept every version up to this one.
 #: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``. 4: adds the benchmarks' load
@@ -25,7 +26,8 @@ from hwadvisor.model.facts import Fact, StrictModel, unknown
 #: answer: ``deadline_hours``, the ``recommendation`` with its costs, ``class_below``,
 #: ``if_you_can_wait``, ``assumed`` verdicts, ``key_figures``, ``caveats``, the verdict's words
 #: (``this_machine.verdict``, ``checks``), each estimate's ``scenario_class`` and costs.
-SCHEMA_VERSION = 7
+#: 8: ``host.labels`` (``scan --label``).
+SCHEMA_VERSION = 8
 
 
 def _not_probed() -> Fact[Any]:
@@ -387,6 +389,16 @@ class HostIdentity(StrictModel):
     hostname: Fact[str] = NotProbed()
     machine_id: Fact[str] = NotProbed()
     """A stable per-machine id (hash of /etc/machine-id or the like), for fleet de-duplication."""
+    labels: dict[str, str] | None = None
+    """Where the machine stands, as its operators name it (``site``, ``rack``, ``group``, ...):
+    set by ``scan --label KEY=VALUE`` or ``HWADVISOR_LABELS``, not probed; null when none were
+    given. Keys ``[a-z0-9_.-]{1,63}``, values ``[A-Za-z0-9_.-]{0,63}``; a loaded profile keeps
+    the well-formed ones."""
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _well_formed_labels(cls, value: Any) -> Any:
+        return clean_labels(value)
 
 
 class ImportedFile(StrictModel):
