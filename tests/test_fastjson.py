@@ -57,3 +57,23 @@ def test_errors_are_the_standard_librarys(text: str) -> None:
 def test_writes_what_orjson_cannot() -> None:
     assert json.loads(fastjson.dumps_line({"n": 2**80})) == {"n": 2**80}
     assert fastjson.dumps_line("\ud800") == json.dumps("\ud800", separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' * 5_000 + "1" + "}" * 5_000,
+        '[{"a": ' * 2_000 + "1" + "}]" * 2_000,
+    ],
+)
+def test_deep_nesting_is_refused_as_json_refuses_it(text: str) -> None:
+    with pytest.raises(RecursionError):
+        json.loads(text)
+    with pytest.raises(RecursionError):
+        fastjson.loads(text)
+
+
+def test_nesting_within_the_limit_is_read() -> None:
+    text = "[" * fastjson.MAX_DEPTH + "]" * fastjson.MAX_DEPTH
+    assert fastjson.loads(text) == json.loads(text)

@@ -23,14 +23,39 @@ except ImportError:  # pragma: no cover
 _LONG_NUMBER = re.compile(rb"[0-9]{19}")
 
 
+#: Deeper than this, a document is refused as json refuses one nested past the recursion limit
+#: (about 1,000): orjson reads any depth, and code that walks such a document would not.
+MAX_DEPTH = 512
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests lists and objects more than :data:`MAX_DEPTH` deep (without
+    recursion: a profile of a few thousand values takes a fraction of a millisecond)."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if type(item) is dict else item
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                push((child, depth + 1))
+    return False
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``, parsed by orjson where it agrees."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if _orjson is not None and not _LONG_NUMBER.search(raw):
         try:
-            return _orjson.loads(raw)
+            value = _orjson.loads(raw)
         except _orjson.JSONDecodeError:
             pass  # json decides, with its own message (or accepts what orjson refuses)
+        else:
+            if not ((type(value) is dict or type(value) is list) and _too_deep(value)):
+                return value
+            raise RecursionError(f"JSON nested more than {MAX_DEPTH} deep")
     return json.loads(text)
 
 
