@@ -595,6 +595,8 @@ class Chunk:
     files: list[tuple[Any, ...]]
     tables: dict[str, str]
     clock_skewed: int = 0
+    scan_ids: list[str] = field(default_factory=list)
+    """The scans in ``tables``: the database picks the new ones without reading the rows."""
 
 
 def _chunks(
@@ -714,6 +716,7 @@ def load_chunk(job: tuple[list[tuple[str, int, int]], str, datetime]) -> Chunk:
             **rows.identity,
         }
         lines["scans"].append(dumps(scan))
+        chunk.scan_ids.append(sid)
         for table, entries in (
             ("gpus", rows.gpus),
             ("findings", rows.findings),
@@ -758,10 +761,10 @@ def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult) -> None:
     new = 0
     if "scans" in chunk.tables:
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE new_ids AS SELECT DISTINCT scan_id FROM read_json(?, "
-            "format = 'newline_delimited', columns = {'scan_id': 'VARCHAR'}, "
-            "maximum_object_size = 67108864) WHERE scan_id NOT IN (SELECT scan_id FROM scans)",
-            [chunk.tables["scans"]],
+            "CREATE OR REPLACE TEMP TABLE new_ids AS SELECT DISTINCT scan_id FROM "
+            "(SELECT unnest($1::VARCHAR[]) AS scan_id) "
+            "WHERE scan_id NOT IN (SELECT scan_id FROM scans)",
+            [chunk.scan_ids],
         )
         new = con.execute("SELECT count(*) FROM new_ids").fetchone()[0]
         for table, path in chunk.tables.items():
