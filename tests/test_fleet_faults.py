@@ -620,3 +620,21 @@ def test_the_report_opens_with_problems_and_the_pdf_keeps_every_flagged_host(
     assert "4 healthy hosts (no error, warning, outlier or stale scan) are left out" in table
     whole_rows = re.findall(r"<tr><td>([\w-]+)</td>", whole[whole.index("<h2>Hosts</h2>") :])
     assert len(whole_rows) == 12 and "left out" not in whole
+
+
+def test_the_database_memory_is_bounded_and_settable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from hwadvisor.fleet.store import open_fleet
+
+    db = tmp_path / "f.duckdb"
+    with open_fleet(db, create=True) as fleet:
+        limit = fleet.scalar("SELECT current_setting('memory_limit')")
+    assert limit.endswith("MiB") and float(limit.split()[0]) <= 512
+    monkeypatch.setenv("HWADVISOR_FLEET_MEMORY", "2GB")
+    with open_fleet(db, create=False, read_only=True) as fleet:
+        assert fleet.scalar("SELECT current_setting('memory_limit')").startswith("1.8 GiB")
+    monkeypatch.setenv("HWADVISOR_FLEET_MEMORY", "lots")
+    assert main(["fleet", "summary", "--db", str(db)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "HWADVISOR_FLEET_MEMORY='lots' is not an amount of memory" in line

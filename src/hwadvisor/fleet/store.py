@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwadvisor.errors import HwAdvisorError, InputError, OutputError
+from hwadvisor.errors import HwAdvisorError, InputError, OutputError, UsageError
 from hwadvisor.fleet import logstream
 from hwadvisor.fleet.identity import resolve
 from hwadvisor.fleet.rows import (
@@ -64,6 +64,21 @@ _EPOCH = datetime(2020, 1, 1)
 
 #: Above this many files to read, parsing runs in worker processes (one per usable CPU).
 _PARALLEL_FROM = 256
+
+#: The database's own memory (``HWADVISOR_FLEET_MEMORY``, in DuckDB's units, e.g. ``2GB``, sets
+#: another) for a database file; what it needs beyond spills to disk, beside the file.
+_MEMORY_LIMIT = "512MB"
+_AMOUNT = re.compile(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
+
+
+def _memory_limit() -> str:
+    value = os.environ.get("HWADVISOR_FLEET_MEMORY", "").strip() or _MEMORY_LIMIT
+    if not _AMOUNT.fullmatch(value):
+        raise UsageError(
+            f"HWADVISOR_FLEET_MEMORY={value!r} is not an amount of memory: give one such as "
+            "512MB or 2GB, or leave it unset"
+        )
+    return value
 
 
 def _duckdb() -> Any:
@@ -174,6 +189,11 @@ def open_fleet(path: Path | None, *, create: bool, read_only: bool = False) -> F
     # fetched or loaded behind the user's back (a SQLite file given as --db stays an error).
     read_only = read_only and path is not None and not create
     config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    if path is not None:
+        # A database file spills to its own temporary folder beside it: an ingest of 100,000
+        # profiles (one transaction) then stays within about 1 GB instead of holding every row
+        # in memory until the commit (2.9 GB measured).
+        config["memory_limit"] = _memory_limit()
     try:
         con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only, config=config)
     except duckdb.IOException as exc:
