@@ -188,7 +188,10 @@ def open_fleet(path: Path | None, *, create: bool, read_only: bool = False) -> F
     # A reader opens read-only (a backup, a snapshot, a 0444 file); no extension is ever
     # fetched or loaded behind the user's back (a SQLite file given as --db stays an error).
     read_only = read_only and path is not None and not create
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    config: dict[str, object] = {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
     if path is not None:
         # A database file spills to its own temporary folder beside it: an ingest of 100,000
         # profiles (one transaction) then stays within about 1 GB instead of holding every row
