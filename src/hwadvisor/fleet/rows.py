@@ -169,17 +169,32 @@ def _get(data: Any, *path: str | int) -> Any:
     return data
 
 
+#: The strings of profiles repeat (units, case names, sources, model names): each is checked
+#: once per worker. Bounded: a fleet of unique host names does not grow it past this.
+_TEXT_SEEN: dict[str, str] = {}
+_TEXT_SEEN_MAX = 50_000
+
+
 def _text(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    if len(value) > MAX_STRING:
-        value = value[:MAX_STRING]
-    if not value.isascii():
+    known = _TEXT_SEEN.get(value)
+    if known is not None:
+        return known
+    text = value
+    if len(text) > MAX_STRING:
+        text = text[:MAX_STRING]
+    if not text.isascii():
         try:
-            value.encode("utf-8")
+            text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from a JSON "\ud800" escape
-            value = value.encode("utf-8", "replace").decode("utf-8")
-    return visible(value)
+            text = text.encode("utf-8", "replace").decode("utf-8")
+    text = visible(text)
+    if len(value) <= 256:
+        if len(_TEXT_SEEN) >= _TEXT_SEEN_MAX:
+            _TEXT_SEEN.clear()
+        _TEXT_SEEN[value] = text
+    return text
 
 
 def _int(value: Any) -> int | None:

@@ -571,8 +571,12 @@ def ingest(
             try:
                 if retention_days is not None:
                     set_retention_days(fleet, retention_days)
+                seen = _Seen(
+                    {r[0] for r in con.execute("SELECT scan_id FROM scans").fetchall()},
+                    set(known),
+                )
                 for chunk in _chunks(todo, workers, Path(tmp), now):
-                    _merge(fleet, chunk, result)
+                    _merge(fleet, chunk, result, seen)
                 resolved = resolve(fleet, now)
                 result.forgotten_scans = resolved.forgotten_scans
                 result.new_scans -= resolved.forgotten_scans
@@ -775,35 +779,47 @@ def _reader(table: str) -> str:
     )
 
 
-def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult) -> None:
+@dataclass
+class _Seen:
+    """What the database holds, kept beside it during one ingest: the new scans of a chunk and
+    the files to replace are found without a query over every row (which grows with the fleet:
+    100,000 profiles spent 6 s on it)."""
+
+    scan_ids: set[str]
+    paths: set[str]
+
+
+def _merge(fleet: Fleet, chunk: Chunk, result: IngestResult, seen: _Seen | None = None) -> None:
     """Add a worker's chunk: scans the database does not have yet, with their rows."""
     con = fleet.con
+    if seen is None:
+        seen = _Seen(
+            {r[0] for r in con.execute("SELECT scan_id FROM scans").fetchall()},
+            {r[0] for r in con.execute("SELECT path FROM files").fetchall()},
+        )
     for path, _size, _mtime, _sid, status, reason in chunk.files:
         if status == "skipped":
             result.skipped.append((path, reason or "unreadable"))
-    new = 0
-    if "scans" in chunk.tables:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE new_ids AS SELECT DISTINCT scan_id FROM "
-            "(SELECT unnest($1::VARCHAR[]) AS scan_id) "
-            "WHERE scan_id NOT IN (SELECT scan_id FROM scans)",
-            [chunk.scan_ids],
-        )
-        new = con.execute("SELECT count(*) FROM new_ids").fetchone()[0]
+    new_ids = list(dict.fromkeys(s for s in chunk.scan_ids if s not in seen.scan_ids))
+    new = len(new_ids)
+    if new_ids and "scans" in chunk.tables:
+        seen.scan_ids.update(new_ids)
         for table, path in chunk.tables.items():
             con.execute(
                 f"INSERT INTO {table} BY NAME SELECT * FROM ({_reader(table)}) "
-                "WHERE scan_id IN (SELECT scan_id FROM new_ids)",
-                [path],
+                "WHERE scan_id IN (SELECT unnest($2::VARCHAR[]))",
+                [path, new_ids],
             )
-        con.execute("DROP TABLE new_ids")
     ok = sum(1 for f in chunk.files if f[4] == "ok")
     result.new_scans += new
     result.known_scans += ok - new
     result.clock_skewed += chunk.clock_skewed
     now = _now()
     files = [(*f, now) for f in chunk.files]
-    con.execute("DELETE FROM files WHERE path IN (SELECT unnest($1))", [[f[0] for f in files]])
+    again = [f[0] for f in files if f[0] in seen.paths]
+    if again:
+        con.execute("DELETE FROM files WHERE path IN (SELECT unnest($1))", [again])
+    seen.paths.update(f[0] for f in files)
     _insert(con, "files", _FILE_SPEC, files)
 
 
