@@ -1098,7 +1098,9 @@ def test_slurm_per_node_usage_errors(
 
 @pytest.mark.parametrize("which", ["kubernetes", "slurm"])
 def test_scripts_are_shellcheck_clean(tmp_path: Path, which: str) -> None:
-    shellcheck = shutil.which("shellcheck")
+    shellcheck = shutil.which("shellcheck") or shutil.which(
+        "shellcheck", path=str(Path(sys.executable).parent)
+    )
     if shellcheck is None:
         pytest.skip("shellcheck is not installed")
     if which == "kubernetes":

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,7 +417,9 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
 
 
 def test_script_is_shellcheck_clean() -> None:
-    shellcheck = shutil.which("shellcheck")
+    shellcheck = shutil.which("shellcheck") or shutil.which(
+        "shellcheck", path=str(Path(sys.executable).parent)
+    )
     if shellcheck is None:
         pytest.skip("shellcheck is not installed")
     done = subprocess.run(
