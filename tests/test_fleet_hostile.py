@@ -351,3 +351,54 @@ def test_sigterm_inside_a_database_statement_exits_143(
     assert main(["fleet", "summary", "--db", str(tmp_path / "f.duckdb")]) == 143
     err = capsys.readouterr().err
     assert "stopped by SIGTERM" in err and "internal error" not in err
+
+
+def test_a_hostile_folder_ingests_every_good_profile(tmp_path: Path) -> None:
+    """Everything at once: huge numbers, an importer overflow, names that are not UTF-8 or hold
+    escape sequences, a FIFO, a file unreadable to this user, a cut-off and a corrupt file, one
+    from a future schema, 100,000-deep nesting, a log stream with a damaged chunk — beside ten
+    good profiles, which are all stored."""
+    from tests.helpers import fleet_synth
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    rng = __import__("random").Random(5)
+    base = fleet_synth.template("single-gpu")
+    good = [fleet_synth.make_host(base, i, rng, salt="hostile") for i in range(10)]
+    names = ["a.json", os.fsdecode(b"b-\xff.json"), "c-\x1b]0;x\x07.json", "d e.json"]
+    for i, doc in enumerate(good):
+        (folder / (names[i] if i < len(names) else f"g{i}.json")).write_text(json.dumps(doc))
+    _huge_number(folder)
+    _gpustat_overflow(folder)
+    os.mkfifo(folder / "pipe.json")
+    locked = folder / "locked.json"
+    locked.write_text(json.dumps(good[0]))
+    locked.chmod(0)
+    text = json.dumps(good[1])
+    (folder / "cut.json").write_text(text[: len(text) // 2])
+    (folder / "corrupt.json").write_bytes(os.urandom(4096))
+    (folder / "future.json").write_text(
+        json.dumps({**good[2], "schema_version": 999}).replace("node-", "future-")
+    )
+    (folder / "deep.json").write_text(
+        json.dumps({"schema_version": 4, "x": 0})[:-1]
+        + ', "y": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    )
+    (folder / "pods.log").write_text(
+        "[pod/p/c] hwadvisor-profile v1 0123456789abcdef 1/2 00000000 AAAA\n[pod/p/c] hello\n"
+    )
+    with open_fleet(None, create=True) as fleet:
+        result = ingest(fleet, [folder], now=NOW)
+        hosts = {r[0] for r in fleet.con.execute("SELECT hostname FROM hosts").fetchall()}
+    assert {d["host"]["hostname"]["value"] for d in good} <= hosts
+    assert not any(h and h.startswith("future-") for h in hosts)
+    reasons = dict(result.skipped)
+    for name in ("huge.json", "gpustat.json", "pipe.json", "cut.json", "corrupt.json"):
+        assert any(p.endswith(name) for p in reasons), (name, sorted(reasons))
+    assert any(p.endswith("future.json") and "newer hwadvisor" in r for p, r in reasons.items())
+    assert any(p.endswith("deep.json") and "nested too deeply" in r for p, r in reasons.items())
+    if os.geteuid() != 0:
+        assert any(p.endswith("locked.json") for p in reasons)
