@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
 import shutil
 import statistics
 import sys
@@ -32,11 +31,8 @@ from hwadvisor.fleet import logstream  # noqa: E402
 from hwadvisor.fleet.store import ingest, open_fleet  # noqa: E402
 from hwadvisor.redact import log_copy  # noqa: E402
 
-
-def _peak_mb() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, workers) / 1024
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from fleet_speed import _peak_mb  # noqa: E402
 
 
 def _stream(path: Path, hosts: int, pods: int) -> tuple[list[int], float]:

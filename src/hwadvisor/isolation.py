@@ -166,10 +166,7 @@ def _follow(
         lines.put(None)
 
     def read_stderr() -> None:
-        assert proc.stderr is not None
-        while chunk := proc.stderr.read(65536):
-            stderr_chunks.append(chunk)
-            del stderr_chunks[:-4]  # only the tail is kept
+        _keep_tail(proc.stderr, stderr_chunks)
 
     threads = [threading.Thread(target=f, daemon=True) for f in (read_results, read_stderr)]
     for thread in threads:
@@ -255,6 +252,15 @@ def _reap(proc: subprocess.Popen[bytes], threads: list[threading.Thread]) -> Non
     _kill_group(proc)  # grandchildren holding the pipes open
     for thread in threads:
         thread.join(timeout=_REAP_SECONDS)
+
+
+def _keep_tail(stream: Any, chunks: list[bytes]) -> None:
+    """Read ``stream`` to its end, keeping only its last few chunks in ``chunks`` (a child's
+    stderr: what it said last explains how it ended)."""
+    assert stream is not None
+    while chunk := stream.read(65536):
+        chunks.append(chunk)
+        del chunks[:-4]
 
 
 def _tail(data: bytes | None, limit: int = 2000) -> str:
@@ -372,10 +378,7 @@ def _follow_command(
                 kept += len(chunk)
 
     def read_stderr() -> None:
-        assert proc.stderr is not None
-        while chunk := proc.stderr.read(65536):
-            err_chunks.append(chunk)
-            del err_chunks[:-4]  # only the tail is kept
+        _keep_tail(proc.stderr, err_chunks)
 
     threads = [threading.Thread(target=f, daemon=True) for f in (read_stdout, read_stderr)]
     for thread in threads:
