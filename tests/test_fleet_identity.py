@@ -90,7 +90,7 @@ def test_three_clones_sharing_machine_id_and_hostname_are_three_hosts_and_a_find
     assert all(n.startswith("gpu-07 (") for n in finding["host_names"])
     assert data["duplicate_machine_ids"][0]["machine_id"] == clone
     assert main(["fleet", "summary", "--db", str(db)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # as read, whatever the wrapping
     assert (
         CLONE_FINDING in out and "gpu-07 (" in out and "gpu-09" not in out.split(CLONE_FINDING)[1]
     )

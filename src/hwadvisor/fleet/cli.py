@@ -343,8 +343,21 @@ def print_summary(data: dict[str, Any]) -> None:
         attention.append(f"skipped {r['files']:,} files: {r['reason']}")
     if attention:
         con.print("[bold]Needs attention[/bold]")
+        import textwrap
+
+        from rich.text import Text
+
         for line in attention:
-            con.print(f"  {escape_text(line)}")
+            # A finding's wrapped lines hang under it: "  warning: …" then "    …".
+            wrapped = textwrap.fill(
+                line,
+                width=max(40, con.width),
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,  # ids and host names stay whole
+                break_long_words=False,
+            )
+            con.print(Text(wrapped), soft_wrap=True)
     else:
         con.print("Nothing needs attention.")
 
