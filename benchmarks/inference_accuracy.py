@@ -17,7 +17,7 @@ from hwadvisor.advise.serve.calib import (
     load_calibration,
     speed_rows,
 )
-from hwadvisor.advise.serve.memory import GiB, DeviceMemory, plan_serve_memory
+from hwadvisor.advise.serve.memory import DeviceMemory, GiB, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant
 
 
@@ -54,7 +54,10 @@ def main() -> None:
         total += 1
         agree += plan.fits == (case["outcome"] == "fit")
         wrong_fit += plan.fits and case["outcome"] == "oom"
-    print(f"memory   {agree}/{total} fit/out-of-memory cases agree; 'fits' where it ran out: {wrong_fit}")
+    print(
+        f"memory   {agree}/{total} fit/out-of-memory cases agree; "
+        f"'fits' where it ran out: {wrong_fit}"
+    )
 
 
 if __name__ == "__main__":

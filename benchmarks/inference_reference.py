@@ -60,7 +60,6 @@ def machine_figures(torch: Any, device: str, dtype: Any) -> tuple[float, float]:
     c = torch.empty(n, device=device)
     t = _best(lambda: torch.add(a, b, alpha=3.0, out=c), torch, device, 10)
     bandwidth = 12.0 * n / t
-    del a, b, c
     m = 2048 if device == "cpu" else 8192
     x = torch.randn(m, m, device=device, dtype=dtype)
     y = torch.randn(m, m, device=device, dtype=dtype)

@@ -26,7 +26,8 @@ from hwadvisor.advise.serve.calib import (
     spread_from,
 )
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "hwadvisor" / "catalog" / "serve_model.toml"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "src" / "hwadvisor" / "catalog" / "serve_model.toml"
 
 
 def render() -> str:
@@ -40,7 +41,7 @@ def render() -> str:
         "# Efficiencies of the serving model (advise/serve/speed.py): measured / ideal, where the",
         "# ideal is bandwidth / bytes per token (decode) and FLOPs / FLOPs per token (prefill).",
         f"# Written by scripts/fit_serve.py from {len(rows)} rows of serve_calibration.toml",
-        f"# ({groups} sources). Keys: family, family/quant family, family/quant family/device kind;",
+        f"# ({groups} sources). Keys: family, family/quant family, family/quant family/kind;",
         "# '*' is the prior. Do not edit by hand: change the calibration and rerun the script.",
         "",
     ]

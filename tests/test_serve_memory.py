@@ -3,13 +3,15 @@ documented fits and out-of-memory runs, and what to change when it does not fit.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from hwadvisor.advise.serve.calib import geometry, load_calibration
 from hwadvisor.advise.serve.memory import (
     CUDA_CONTEXT_BYTES,
-    GiB,
     DeviceMemory,
+    GiB,
     apple_working_set,
     plan_serve_memory,
     usable_bytes,
@@ -26,7 +28,7 @@ H100 = DeviceMemory(kind="gpu", total_bytes=80 * GiB, name="H100")
 def test_find_quant_is_case_insensitive_and_names_the_valid_ones() -> None:
     assert find_quant("q4_k_m") is find_quant("Q4_K_M")
     assert find_quant("q4_k_m").bits_per_weight == pytest.approx(4.85)
-    with pytest.raises(UsageError, match="Q4_K_M.*NVFP4|NVFP4.*Q4_K_M") as err:
+    with pytest.raises(UsageError, match=r"Q4_K_M.*NVFP4") as err:
         find_quant("q3_banana")
     assert "q3_banana" in str(err.value)
     with pytest.raises(UsageError, match="q8_0"):
@@ -58,9 +60,7 @@ def test_weights_and_kv_by_hand_for_llama_8b() -> None:
         plan.weights_bytes + plan.kv_bytes + plan.buffers_bytes + plan.runtime_bytes
     )
     assert plan.usable_bytes == pytest.approx(24 * GiB - CUDA_CONTEXT_BYTES)
-    assert plan.fits and plan.headroom_bytes == pytest.approx(
-        plan.usable_bytes - plan.total_bytes
-    )
+    assert plan.fits and plan.headroom_bytes == pytest.approx(plan.usable_bytes - plan.total_bytes)
     assert plan.suggestions == []
 
 
@@ -106,9 +106,7 @@ def test_vllm_reports_maximum_concurrency_like_its_start_up_line() -> None:
     # vLLM issue 10517: RTX 3090 (23.58 GiB), Llama 3.1 8B bf16, --max-model-len 20000:
     # "Maximum concurrency for 20000 tokens per request: 1.56x"
     dev = DeviceMemory(kind="gpu", total_bytes=23.58 * GiB)
-    plan = plan_serve_memory(
-        LLAMA_8B, find_quant("bf16"), context=20000, engine="vllm", device=dev
-    )
+    plan = plan_serve_memory(LLAMA_8B, find_quant("bf16"), context=20000, engine="vllm", device=dev)
     assert plan.fits
     assert plan.max_concurrency is not None
     assert 1.56 / 1.25 <= plan.max_concurrency <= 1.56 * 1.25
@@ -141,9 +139,7 @@ def test_suggestions_when_it_does_not_fit() -> None:
     assert "q8_0" in text
     assert "-ngl" in text
     assert "2 such GPUs" in text
-    big = plan_serve_memory(
-        LLAMA_70B, find_quant("bf16"), context=8192, engine="vllm", device=H100
-    )
+    big = plan_serve_memory(LLAMA_70B, find_quant("bf16"), context=8192, engine="vllm", device=H100)
     assert not big.fits
     assert any("fp8" in s and "smaller quantization" in s for s in big.suggestions)
     assert any("--tensor-parallel-size 2" in s for s in big.suggestions)
@@ -166,23 +162,23 @@ def test_max_context_fits_and_one_more_token_does_not(geom: object, quant: str) 
 
 
 def test_memory_grows_with_context_and_bits() -> None:
-    quants = sorted((find_quant(q) for q in ("IQ2_XXS", "Q4_0", "Q4_K_M", "Q6_K", "Q8_0", "F16")),
-                    key=lambda q: q.bits_per_weight)
+    quants = sorted(
+        (find_quant(q) for q in ("IQ2_XXS", "Q4_0", "Q4_K_M", "Q6_K", "Q8_0", "F16")),
+        key=lambda q: q.bits_per_weight,
+    )
     for engine in ("llama.cpp", "vllm"):
         for geom in ALL:
             grid = [
                 [
-                    plan_serve_memory(
-                        geom, q, context=c, engine=engine, device=H100
-                    ).total_bytes
+                    plan_serve_memory(geom, q, context=c, engine=engine, device=H100).total_bytes
                     for c in (512, 2048, 8192, 32768, 131072)
                 ]
                 for q in quants
             ]
             for row in grid:
-                assert all(a < b for a, b in zip(row, row[1:]))
-            for col in zip(*grid):
-                assert all(a < b for a, b in zip(col, col[1:]))
+                assert all(a < b for a, b in itertools.pairwise(row))
+            for col in zip(*grid, strict=False):
+                assert all(a < b for a, b in itertools.pairwise(col))
 
 
 def test_documented_cases_never_fit_where_the_run_ran_out_of_memory() -> None:
@@ -221,9 +217,7 @@ def test_documented_sizes_match_the_formulas() -> None:
             assert plan.kv_bytes / 2**20 == pytest.approx(case["reported_kv_mib"], rel=0.01)
             checked += 1
         if "reported_weights_gib" in case:
-            assert plan.weights_bytes / GiB == pytest.approx(
-                case["reported_weights_gib"], rel=0.03
-            )
+            assert plan.weights_bytes / GiB == pytest.approx(case["reported_weights_gib"], rel=0.03)
             checked += 1
     assert checked >= 3
 

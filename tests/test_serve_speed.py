@@ -3,6 +3,7 @@ tensor parallel, and the calibration's accuracy."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -125,8 +126,8 @@ def test_batching_raises_throughput_until_compute_bound() -> None:
     ]
     through = [s.throughput_tok_s for s in speeds]
     per_user = [s.per_user_tok_s for s in speeds]
-    assert all(a < b for a, b in zip(through, through[1:]))
-    assert all(a > b for a, b in zip(per_user, per_user[1:]))
+    assert all(a < b for a, b in itertools.pairwise(through))
+    assert all(a > b for a, b in itertools.pairwise(per_user))
     ceiling = 200e12 * 0.25 / (2 * 8.03e9)
     assert all(t <= ceiling * (1 + 1e-9) for t in through)
     assert speeds[0].throughput_tok_s == pytest.approx(speeds[0].decode_tok_s)
@@ -163,10 +164,12 @@ def test_tensor_parallel_scales_with_the_link() -> None:
 
 def test_basis_says_measured_or_catalog() -> None:
     catalog = DeviceSpeed(1000e9, 200e12, "gpu", measured=False)
-    assert estimate_speed(GPT_OSS_20B, find_quant("MXFP4"), context=1, engine="llama.cpp",
-                          device=catalog).basis.startswith("catalog")
-    assert estimate_speed(GPT_OSS_20B, find_quant("MXFP4"), context=1, engine="llama.cpp",
-                          device=GPU).basis.startswith("measured")
+    assert estimate_speed(
+        GPT_OSS_20B, find_quant("MXFP4"), context=1, engine="llama.cpp", device=catalog
+    ).basis.startswith("catalog")
+    assert estimate_speed(
+        GPT_OSS_20B, find_quant("MXFP4"), context=1, engine="llama.cpp", device=GPU
+    ).basis.startswith("measured")
 
 
 def test_shipped_rules_load_and_bad_ones_are_input_errors() -> None:

@@ -46,9 +46,7 @@ _GEOM_FIELDS = (
 
 
 def load_calibration() -> dict[str, Any]:
-    return parse_toml(
-        packaged_text("serve_calibration.toml"), "serve_calibration.toml", InputError
-    )
+    return parse_toml(packaged_text("serve_calibration.toml"), "serve_calibration.toml", InputError)
 
 
 def geometry(name: str, data: dict[str, Any]) -> LlmGeometry:

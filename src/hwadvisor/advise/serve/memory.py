@@ -308,9 +308,10 @@ def _suggest(
             geom.params_total * quant.bytes_per_weight
             + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences)
         ) / geom.layers
-        room = usable * device.count - (
-            buffers_bytes(geom, context, engine) + runtime_bytes(device, engine)
-        ) * device.count
+        room = (
+            usable * device.count
+            - (buffers_bytes(geom, context, engine) + runtime_bytes(device, engine)) * device.count
+        )
         layers = int(max(0.0, room) // per_layer)
         if 0 < layers < geom.layers:
             out.append(

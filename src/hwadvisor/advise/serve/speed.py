@@ -114,7 +114,9 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
 @lru_cache(maxsize=1)
 def load_rules() -> Rules:
     """The shipped rules."""
-    return rules_from_data(parse_toml(packaged_text("serve_model.toml"), "serve_model.toml", InputError))
+    return rules_from_data(
+        parse_toml(packaged_text("serve_model.toml"), "serve_model.toml", InputError)
+    )
 
 
 @dataclass(frozen=True)
