@@ -1,0 +1,64 @@
+"""Accuracy of the serving model's speed estimates against its calibration.
+
+    python benchmarks/inference_accuracy.py
+
+For decode and prefill: the share of rows within 1.25x and 1.5x and the worst factor, in sample
+(rules fitted on every row) and leaving one source out (each contributor's rows predicted by
+rules fitted without them), then the memory cases: how often the plan agrees with the run.
+"""
+
+from __future__ import annotations
+
+from hwadvisor.advise.serve.calib import (
+    accuracy,
+    geometry,
+    in_sample,
+    leave_one_source_out,
+    load_calibration,
+    speed_rows,
+)
+from hwadvisor.advise.serve.memory import DeviceMemory, GiB, plan_serve_memory
+from hwadvisor.advise.serve.quant import find_quant
+
+
+def main() -> None:
+    data = load_calibration()
+    rows = speed_rows(data)
+    print(f"{len(rows)} speed rows from {len({r.group for r in rows})} sources")
+    for phase in ("decode", "prefill"):
+        for label, ratios in (
+            ("in sample", in_sample(rows, phase)),
+            ("leave one source out", leave_one_source_out(rows, phase)),
+        ):
+            acc = accuracy(ratios)
+            if acc.n == 0:
+                print(f"{phase:8} {label:22} no rows")
+                continue
+            print(
+                f"{phase:8} {label:22} n={acc.n:3}  within 1.25x {acc.within_125:5.0%}  "
+                f"within 1.5x {acc.within_150:5.0%}  worst {acc.worst:.2f}x"
+            )
+    agree = total = wrong_fit = 0
+    for case in data.get("memory", []):
+        if "outcome" not in case:
+            continue
+        plan = plan_serve_memory(
+            geometry(case["model"], data),
+            find_quant(case["quant"]),
+            context=int(case["context"]),
+            engine=case["engine"],
+            device=DeviceMemory(
+                kind=case["kind"], total_bytes=float(case["total_gib"]) * GiB, count=case["count"]
+            ),
+        )
+        total += 1
+        agree += plan.fits == (case["outcome"] == "fit")
+        wrong_fit += plan.fits and case["outcome"] == "oom"
+    print(
+        f"memory   {agree}/{total} fit/out-of-memory cases agree; "
+        f"'fits' where it ran out: {wrong_fit}"
+    )
+
+
+if __name__ == "__main__":
+    main()

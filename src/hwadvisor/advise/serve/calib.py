@@ -1,0 +1,288 @@
+"""The serving model's calibration: reading ``serve_calibration.toml``, fitting the efficiency
+rules (``scripts/fit_serve.py`` writes them to ``serve_model.toml``) and measuring accuracy
+in sample and leaving one source out (``benchmarks/inference_accuracy.py``)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from hwadvisor.advise.serve.quant import find_quant
+from hwadvisor.advise.serve.speed import (
+    PRIOR_DECODE,
+    PRIOR_PREFILL,
+    DeviceSpeed,
+    Rules,
+    engine_family,
+    estimate_speed,
+    ratio_spread,
+)
+from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.errors import InputError
+
+SHRINK = 3.0
+"""Pseudo-rows of the level above that each fitted efficiency is pulled toward."""
+
+_GEOM_FIELDS = (
+    "params_total",
+    "params_active",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "vocab",
+    "intermediate",
+    "experts",
+    "experts_active",
+    "sliding_window",
+    "sliding_layers",
+    "kv_lora_rank",
+    "rope_head_dim",
+)
+
+
+def load_calibration() -> dict[str, Any]:
+    return parse_toml(packaged_text("serve_calibration.toml"), "serve_calibration.toml", InputError)
+
+
+def geometry(name: str, data: dict[str, Any]) -> LlmGeometry:
+    """The model ``name`` from the calibration's ``[models]`` table."""
+    try:
+        spec = data["models"][name]
+    except KeyError as exc:
+        raise InputError(f"serve_calibration.toml: no model {name!r} in [models]") from exc
+    kwargs = {k: spec[k] for k in _GEOM_FIELDS if k in spec}
+    return LlmGeometry(name=name, source="serve_calibration.toml", **kwargs)
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    geom: LlmGeometry
+    quant: str
+    engine: str
+    device: DeviceSpeed
+    context: int
+    batch: int
+    decode_tok_s: float | None
+    prefill_tok_s: float | None
+    prompt_tokens: int
+    group: str
+    source: str
+
+    @property
+    def family(self) -> str:
+        return engine_family(self.engine)
+
+    def key(self) -> tuple[str, str, str]:
+        return self.family, find_quant(self.quant).family, self.device.kind
+
+
+def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
+    rows = []
+    for raw in data.get("speed", []):
+        device = DeviceSpeed(
+            bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
+            flops_s=float(raw["tflops"]) * 1e12,
+            kind=str(raw["kind"]),
+            count=int(raw.get("count", 1)),
+            measured=False,
+        )
+        rows.append(
+            SpeedRow(
+                geom=geometry(str(raw["model"]), data),
+                quant=str(raw["quant"]),
+                engine=str(raw["engine"]),
+                device=device,
+                context=int(raw.get("context", 512)),
+                batch=int(raw.get("batch", 1)),
+                decode_tok_s=raw.get("decode_tok_s"),
+                prefill_tok_s=raw.get("prefill_tok_s"),
+                prompt_tokens=int(raw.get("prompt_tokens", 512)),
+                group=str(raw.get("group", raw["source"])),
+                source=str(raw["source"]),
+            )
+        )
+    return rows
+
+
+UNIT = Rules(
+    decode={"*": 1.0},
+    prefill={"*": 1.0},
+    decode_low=1.0,
+    decode_high=1.0,
+    prefill_low=1.0,
+    prefill_high=1.0,
+)
+
+OVERHEAD_GRID_S = tuple(i * 1e-4 for i in range(0, 31))
+"""Fixed time per decode step tried for each engine family: 0 to 3 ms."""
+MAX_EFFICIENCY = 1.2
+PRIOR_OVERHEAD_S = 1e-3
+"""The fixed time per decode step of a family with too few rows to fit its own."""
+MIN_ROWS_FOR_OVERHEAD = 5
+
+
+def raw_ratio(row: SpeedRow, phase: str, overhead_s: float = 0.0) -> float | None:
+    """The row's own efficiency: ideal time at efficiency 1 over the measured time (less the
+    fixed time per step for decode)."""
+    est = estimate_speed(
+        row.geom,
+        find_quant(row.quant),
+        context=row.context,
+        engine=row.engine,
+        device=row.device,
+        users=row.batch,
+        prompt_tokens=row.prompt_tokens,
+        rules=UNIT,
+    )
+    if phase == "decode" and row.decode_tok_s:
+        spare = 1.0 / float(row.decode_tok_s) - overhead_s
+        ideal = 1.0 / est.per_user_tok_s
+        return MAX_EFFICIENCY if spare <= ideal / MAX_EFFICIENCY else ideal / spare
+    if phase == "prefill" and row.prefill_tok_s:
+        return float(row.prefill_tok_s) / est.prefill_tok_s
+    return None
+
+
+def _shrunk(logs: list[float], prior: float) -> float:
+    return math.exp((sum(logs) + SHRINK * math.log(prior)) / (len(logs) + SHRINK))
+
+
+def _tables(
+    rows: list[SpeedRow], phase: str, prior: float, overhead: dict[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Efficiency tables from the dense rows, and each family's MoE factor from the MoE rows."""
+    by_f: dict[str, list[float]] = defaultdict(list)
+    by_fq: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_fqk: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    moe_rows: list[tuple[SpeedRow, float]] = []
+    for row in rows:
+        r = raw_ratio(row, phase, overhead.get(row.family, 0.0))
+        if r is None or r <= 0:
+            continue
+        if row.geom.moe and phase == "decode":
+            moe_rows.append((row, r))
+            continue
+        f, q, k = row.key()
+        by_f[f].append(math.log(r))
+        by_fq[(f, q)].append(math.log(r))
+        by_fqk[(f, q, k)].append(math.log(r))
+    table: dict[str, float] = {"*": prior}
+    for f, logs in by_f.items():
+        table[f] = _shrunk(logs, prior)
+    for (f, q), logs in by_fq.items():
+        table[f"{f}/{q}"] = _shrunk(logs, table[f])
+    for (f, q, k), logs in by_fqk.items():
+        table[f"{f}/{q}/{k}"] = _shrunk(logs, table[f"{f}/{q}"])
+    base = Rules(table, {}, 1.0, 1.0, 1.0, 1.0)
+    moe_logs: dict[str, list[float]] = defaultdict(list)
+    for row, r in moe_rows:
+        f, q, k = row.key()
+        moe_logs[f].append(math.log(r / base.efficiency("decode", f, q, k)))
+    moe = {f: _shrunk(logs, 1.0) for f, logs in moe_logs.items()}
+    return table, moe
+
+
+def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> Rules:
+    """Efficiencies per engine family, per family x quant family, and per family x quant family
+    x device kind (each shrunk toward the level above, the top toward the prior), a MoE factor
+    per family, and per family the fixed time per decode step that fits best."""
+    overhead: dict[str, float] = {}
+    for family in sorted({row.family for row in rows}):
+        mine = [row for row in rows if row.family == family and row.decode_tok_s]
+        if len(mine) < MIN_ROWS_FOR_OVERHEAD:
+            overhead[family] = PRIOR_OVERHEAD_S
+            continue
+        best, best_err = 0.0, math.inf
+        for t0 in OVERHEAD_GRID_S:
+            table, moe = _tables(mine, "decode", PRIOR_DECODE, {family: t0})
+            trial = Rules(table, {"*": PRIOR_PREFILL}, 1.0, 1.0, 1.0, 1.0, {family: t0}, moe)
+            err = sum(math.log(r) ** 2 for row in mine if (r := predict(row, trial, "decode")))
+            if err < best_err - 1e-12:
+                best, best_err = t0, err
+        overhead[family] = best
+    decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
+    prefill, _ = _tables(rows, "prefill", PRIOR_PREFILL, {})
+    spread = spread or {}
+    return Rules(
+        decode={k: round(v, 4) for k, v in sorted(decode.items())},
+        prefill={k: round(v, 4) for k, v in sorted(prefill.items())},
+        decode_low=spread.get("decode_low", 0.8),
+        decode_high=spread.get("decode_high", 1.25),
+        prefill_low=spread.get("prefill_low", 0.67),
+        prefill_high=spread.get("prefill_high", 1.5),
+        overhead_s={"*": PRIOR_OVERHEAD_S} | {k: round(v, 6) for k, v in sorted(overhead.items())},
+        moe={k: round(v, 4) for k, v in sorted(moe.items())},
+    )
+
+
+def predict(row: SpeedRow, rules: Rules, phase: str) -> float | None:
+    """measured / predicted under ``rules`` (None when the row has no such figure)."""
+    est = estimate_speed(
+        row.geom,
+        find_quant(row.quant),
+        context=row.context,
+        engine=row.engine,
+        device=row.device,
+        users=row.batch,
+        prompt_tokens=row.prompt_tokens,
+        rules=rules,
+    )
+    if phase == "decode" and row.decode_tok_s:
+        return float(row.decode_tok_s) / est.per_user_tok_s
+    if phase == "prefill" and row.prefill_tok_s:
+        return float(row.prefill_tok_s) / est.prefill_tok_s
+    return None
+
+
+def in_sample(rows: list[SpeedRow], phase: str) -> list[float]:
+    rules = fit_rules(rows)
+    return [r for row in rows if (r := predict(row, rules, phase)) is not None]
+
+
+def leave_one_source_out(rows: list[SpeedRow], phase: str) -> list[float]:
+    """Each group predicted by rules fitted without it."""
+    ratios: list[float] = []
+    for group in sorted({row.group for row in rows}):
+        train = [row for row in rows if row.group != group]
+        rules = fit_rules(train)
+        for row in rows:
+            if row.group == group and (r := predict(row, rules, phase)) is not None:
+                ratios.append(r)
+    return ratios
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    n: int
+    within_125: float
+    within_150: float
+    worst: float
+    """The worst factor either way (max of ratio and 1/ratio)."""
+
+
+def accuracy(ratios: list[float]) -> Accuracy:
+    if not ratios:
+        return Accuracy(0, 0.0, 0.0, 0.0)
+    factors = [max(r, 1.0 / r) for r in ratios]
+    return Accuracy(
+        n=len(ratios),
+        within_125=sum(f <= 1.25 for f in factors) / len(factors),
+        within_150=sum(f <= 1.5 for f in factors) / len(factors),
+        worst=max(factors),
+    )
+
+
+def spread_from(loso_decode: list[float], loso_prefill: list[float]) -> dict[str, float]:
+    d_lo, d_hi = ratio_spread(loso_decode)
+    p_lo, p_hi = ratio_spread(loso_prefill) if loso_prefill else (0.67, 1.5)
+    return {
+        "decode_low": round(min(d_lo, 1.0), 3),
+        "decode_high": round(max(d_hi, 1.0), 3),
+        "prefill_low": round(min(p_lo, 1.0), 3),
+        "prefill_high": round(max(p_hi, 1.0), 3),
+    }

@@ -1,0 +1,321 @@
+"""Memory of serving a model, as the engines allocate it.
+
+Per device: ``weights + kv + buffers + runtime <= usable``.
+
+- weights: ``params_total x bits_per_weight / 8`` (a MoE keeps every expert resident);
+- kv: ``LlmGeometry.kv_bytes(context, bytes_per_value, sequences)``; llama.cpp allocates the
+  whole context up front, vLLM a pool of what is left after the weights and its profiling peak
+  (reported as "maximum concurrency": how many full-length sequences the pool holds);
+- buffers: llama.cpp's compute buffer (flash attention on), ``4 B x n_ubatch x (vocab + 6 x hidden)
+  + 8 B x n_ubatch x context`` (the f32 logits and activations of one micro-batch, and the mask and
+  attention tile); vLLM's profiling peak, ``2 B x tokens x (2 x intermediate + 4 x hidden) +
+  4 B x 256 x vocab`` where tokens is the prefill it profiles (``max_model_len`` up to 32768: older
+  releases profile the whole length; that is the cautious side);
+- runtime: the engine's own (vLLM: CUDA graphs about 0.5 GiB, NCCL 0.25 GiB per GPU when split;
+  llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory.
+
+With ``count`` GPUs the weights and the KV cache are split evenly (tensor parallel); buffers and
+runtime are paid on each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from hwadvisor.advise.serve.quant import (
+    LLAMA_CPP_FAMILY,
+    QUANTS,
+    Quant,
+    kv_bytes_per_value,
+)
+from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.errors import UsageError
+
+GiB = 1024.0**3
+CUDA_CONTEXT_BYTES = 0.45 * GiB
+"""The CUDA context and cuBLAS workspace each process holds per GPU (0.3 to 0.5 GiB)."""
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's ``--gpu-memory-utilization`` default: the share of total GPU memory it may use."""
+VLLM_CUDA_GRAPHS_BYTES = 0.5 * GiB
+NCCL_BYTES = 0.25 * GiB
+LLAMA_CPP_RUNTIME_BYTES = 0.15 * GiB
+METAL_RUNTIME_BYTES = 0.1 * GiB
+N_UBATCH = 512
+"""llama.cpp's default micro-batch (``-ub``)."""
+VLLM_PROFILE_MAX_TOKENS = 32768
+VLLM_PROFILE_SEQS = 256
+"""vLLM's default ``max_num_seqs``: the logits of that many sequences are in its profiling peak."""
+MIN_USEFUL_CONTEXT = 512
+
+Kind = Literal["gpu", "cpu", "unified"]
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Where the model would live. ``total_bytes`` is per device (one GPU's memory, the RAM)."""
+
+    kind: Kind
+    total_bytes: float
+    count: int = 1
+    name: str = ""
+    platform: str = "linux"
+    """``linux``, ``darwin`` (Apple), ``windows``."""
+    apu: bool = False
+    """An AMD APU (Ryzen AI, Strix Halo): unified memory split between a carve-out and GTT."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("gpu", "cpu", "unified"):
+            raise UsageError(f"unknown memory kind {self.kind!r}: use gpu, cpu or unified")
+        if self.total_bytes <= 0 or self.count < 1:
+            raise UsageError("device memory must be positive and the device count at least 1")
+
+
+def _os_reserve(total: float) -> float:
+    """What the OS and the desktop keep of system RAM: 10 %, at least 2 GiB, at most 8 GiB."""
+    return min(max(2.0 * GiB, 0.1 * total), 8.0 * GiB)
+
+
+def apple_working_set(total: float) -> float:
+    """Metal's ``recommendedMaxWorkingSetSize``: about 2/3 of RAM up to 36 GB, 3/4 above."""
+    return total * (2.0 / 3.0 if total <= 36e9 else 0.75)
+
+
+def usable_bytes(device: DeviceMemory, engine: str) -> tuple[float, str]:
+    """Bytes one device gives the engine, and a note saying why."""
+    total = device.total_bytes
+    if device.kind == "unified" and device.platform in ("darwin", "macos"):
+        limit = apple_working_set(total)
+        mb = int(total * 0.9 / 1e6 / 1.048576)
+        return limit, (
+            f"Apple unified memory: the GPU may wire {limit / GiB:.1f} GiB of "
+            f"{total / GiB:.1f} GiB (recommendedMaxWorkingSetSize); "
+            f"`sudo sysctl iogpu.wired_limit_mb={mb}` raises it until the next reboot"
+        )
+    if device.kind == "unified":
+        usable = total - _os_reserve(total)
+        note = f"unified memory less an OS reserve: {usable / GiB:.1f} GiB"
+        if device.apu:
+            note += (
+                "; AMD APU: the BIOS carve-out (UMA frame buffer) is all ROCm sees by default, "
+                "while Vulkan and HIP with GTT (amdgpu.gttsize / ttm.pages_limit) can use "
+                "system RAM beyond it"
+            )
+        return usable, note
+    if device.kind == "cpu":
+        usable = total - _os_reserve(total)
+        return usable, f"RAM less an OS reserve: {usable / GiB:.1f} GiB"
+    if engine in ("vllm", "sglang"):
+        usable = total * VLLM_GPU_MEMORY_UTILIZATION - CUDA_CONTEXT_BYTES
+        return usable, (
+            f"{VLLM_GPU_MEMORY_UTILIZATION:.0%} of {total / GiB:.1f} GiB "
+            "(--gpu-memory-utilization) less the CUDA context"
+        )
+    usable = total - CUDA_CONTEXT_BYTES
+    return usable, f"{total / GiB:.1f} GiB less the CUDA context ({CUDA_CONTEXT_BYTES / GiB:.2f})"
+
+
+def _vllm_like(engine: str) -> bool:
+    return engine in ("vllm", "sglang", "tensorrt-llm")
+
+
+def buffers_bytes(geom: LlmGeometry, context: int, engine: str) -> float:
+    """Compute buffers (activations, logits, attention scratch) on one device."""
+    if _vllm_like(engine):
+        tokens = min(context, VLLM_PROFILE_MAX_TOKENS)
+        inter = geom.intermediate or 4 * geom.hidden
+        if geom.moe:
+            inter *= max(1, geom.experts_active)
+        return 2.0 * tokens * (2 * inter + 4 * geom.hidden) + 4.0 * VLLM_PROFILE_SEQS * geom.vocab
+    ub = min(N_UBATCH, max(1, context))
+    return 4.0 * ub * (geom.vocab + 6 * geom.hidden) + 8.0 * ub * context
+
+
+def runtime_bytes(device: DeviceMemory, engine: str) -> float:
+    """The engine's own memory on one device (the CUDA context is off ``usable_bytes``)."""
+    if device.kind == "cpu":
+        return LLAMA_CPP_RUNTIME_BYTES
+    if _vllm_like(engine):
+        return VLLM_CUDA_GRAPHS_BYTES + (NCCL_BYTES if device.count > 1 else 0.0)
+    if device.platform in ("darwin", "macos"):
+        return METAL_RUNTIME_BYTES
+    return LLAMA_CPP_RUNTIME_BYTES
+
+
+@dataclass(frozen=True)
+class ServeMemory:
+    """The memory plan. Byte figures are totals over every device; ``fits`` is per device."""
+
+    weights_bytes: float
+    kv_bytes: float
+    buffers_bytes: float
+    runtime_bytes: float
+    total_bytes: float
+    usable_bytes: float
+    fits: bool
+    headroom_bytes: float
+    max_context_that_fits: int
+    usable_note: str
+    kv_per_sequence_bytes: float
+    max_concurrency: float | None
+    """vLLM: how many full-length sequences its KV pool holds (as it prints at start-up)."""
+    suggestions: list[str] = field(default_factory=list)
+
+
+def _per_device(
+    geom: LlmGeometry,
+    quant: Quant,
+    context: int,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+) -> tuple[float, float, float, float]:
+    n = device.count
+    weights = geom.params_total * quant.bytes_per_weight / n
+    kv = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences) / n
+    return weights, kv, buffers_bytes(geom, context, engine), runtime_bytes(device, engine)
+
+
+def _fits(
+    geom: LlmGeometry,
+    quant: Quant,
+    context: int,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+) -> bool:
+    usable, _ = usable_bytes(device, engine)
+    return sum(_per_device(geom, quant, context, sequences, engine, kv_cache, device)) <= usable
+
+
+def max_context(
+    geom: LlmGeometry,
+    quant: Quant,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+    upper: int = 1 << 24,
+) -> int:
+    """The longest context that fits (0: not even one token). Memory grows with the context,
+    so a bisection finds it."""
+    if not _fits(geom, quant, 1, sequences, engine, kv_cache, device):
+        return 0
+    lo, hi = 1, upper
+    if _fits(geom, quant, hi, sequences, engine, kv_cache, device):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(geom, quant, mid, sequences, engine, kv_cache, device):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def plan_serve_memory(
+    geom: LlmGeometry,
+    quant: Quant,
+    *,
+    context: int,
+    sequences: int = 1,
+    engine: str = "llama.cpp",
+    kv_cache: str = "f16",
+    device: DeviceMemory,
+) -> ServeMemory:
+    """Whether ``geom`` at ``quant`` serves ``sequences`` sequences of ``context`` tokens on
+    ``device``, with the breakdown and, when it does not fit, what to change."""
+    if context < 1 or sequences < 1:
+        raise UsageError("the context and the number of sequences must be at least 1")
+    n = device.count
+    usable, note = usable_bytes(device, engine)
+    weights, kv, buffers, runtime = _per_device(
+        geom, quant, context, sequences, engine, kv_cache, device
+    )
+    per_device = weights + kv + buffers + runtime
+    fits = per_device <= usable
+    kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), 1)
+    concurrency: float | None = None
+    if _vllm_like(engine):
+        pool = max(0.0, usable - weights - buffers - runtime) * n
+        concurrency = pool / kv_one if kv_one > 0 else None
+    best = max_context(geom, quant, sequences, engine, kv_cache, device)
+    plan = ServeMemory(
+        weights_bytes=weights * n,
+        kv_bytes=kv * n,
+        buffers_bytes=buffers * n,
+        runtime_bytes=runtime * n,
+        total_bytes=per_device * n,
+        usable_bytes=usable * n,
+        fits=fits,
+        headroom_bytes=(usable - per_device) * n,
+        max_context_that_fits=best,
+        usable_note=note,
+        kv_per_sequence_bytes=kv_one,
+        max_concurrency=concurrency,
+    )
+    if not fits:
+        plan = replace(
+            plan,
+            suggestions=_suggest(geom, quant, context, sequences, engine, kv_cache, device, best),
+        )
+    return plan
+
+
+def _suggest(
+    geom: LlmGeometry,
+    quant: Quant,
+    context: int,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+    best: int,
+) -> list[str]:
+    out: list[str] = []
+    flag = "--max-model-len" if _vllm_like(engine) else "--context (llama.cpp -c)"
+    if best >= MIN_USEFUL_CONTEXT:
+        out.append(f"a shorter context: {flag} {best} is the longest that fits")
+    cheaper = "fp8" if _vllm_like(engine) else "q8_0"
+    if kv_bytes_per_value(kv_cache) > kv_bytes_per_value(cheaper) and _fits(
+        geom, quant, context, sequences, engine, cheaper, device
+    ):
+        option = "--kv-cache-dtype fp8" if _vllm_like(engine) else "-ctk q8_0 -ctv q8_0"
+        out.append(f"a {cheaper} KV cache ({option}) fits at this context")
+    smaller = [
+        q
+        for q in QUANTS
+        if q.bits_per_weight < quant.bits_per_weight
+        and engine in q.engines
+        and _fits(geom, q, context, sequences, engine, kv_cache, device)
+    ]
+    if smaller:
+        pick = max(smaller, key=lambda q: q.bits_per_weight)
+        out.append(f"a smaller quantization: {pick.name} ({pick.bits_per_weight:g} bits) fits")
+    if device.kind == "gpu":
+        for count in (2, 4, 8):
+            if count > device.count and _fits(
+                geom, quant, context, sequences, engine, kv_cache, replace(device, count=count)
+            ):
+                tp = "--tensor-parallel-size" if _vllm_like(engine) else "--split-mode layer"
+                out.append(f"{count} such GPUs ({tp} {count}): weights and KV split")
+                break
+    if engine in LLAMA_CPP_FAMILY and device.kind in ("gpu", "unified"):
+        usable, _ = usable_bytes(device, engine)
+        per_layer = (
+            geom.params_total * quant.bytes_per_weight
+            + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences)
+        ) / geom.layers
+        room = (
+            usable * device.count
+            - (buffers_bytes(geom, context, engine) + runtime_bytes(device, engine)) * device.count
+        )
+        layers = int(max(0.0, room) // per_layer)
+        if 0 < layers < geom.layers:
+            out.append(
+                f"partial CPU offload: -ngl {layers} keeps {layers} of {geom.layers} layers "
+                "on the GPU, the rest in RAM (decode slows to RAM bandwidth for them)"
+            )
+    return out

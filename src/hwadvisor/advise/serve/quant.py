@@ -1,0 +1,97 @@
+"""Weight and KV-cache number formats, at the bits per weight the files really take.
+
+GGUF figures are measured averages over whole files, scales and the tensors kept at higher
+precision included (Q4_K_M stores ``attn_v``/``ffn_down`` halves and the output at Q6_K):
+llama.cpp's ``tools/quantize/README.md`` table and ``llama-quantize --help`` (sizes for
+Llama 3.1 8B: Q4_0 4.34 GiB, Q4_K_M 4.58 GiB, Q5_K_M 5.33 GiB, Q6_K 6.14 GiB, Q8_0 7.95 GiB over
+8.03e9 parameters give 4.6/4.9/5.7/6.6/8.5 bits). The block layouts give the floor: Q4_0 is 18
+bytes per 32 weights (4.5 bits), Q8_0 34 bytes per 32 (8.5), Q6_K 210 per 256 (6.5625), IQ4_XS
+136 per 256 (4.25), IQ3_XXS 98 per 256 (3.0625), IQ2_XXS 66 per 256 (2.0625), MXFP4 17 per 32
+(4.25). AWQ/GPTQ 4-bit with group size 128 store an fp16 scale and a packed zero per 128 weights
+(about 4.25 bits); NVFP4 stores an fp8 scale per 16 weights (4.5 bits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwadvisor.errors import UsageError
+
+LLAMA_CPP_FAMILY = ("llama.cpp", "ollama", "lm-studio")
+"""Engines that load GGUF files."""
+ALL_ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm", "sglang")
+ENGINES = ALL_ENGINES
+
+
+@dataclass(frozen=True)
+class Quant:
+    """One weight format."""
+
+    name: str
+    bits_per_weight: float
+    """The file's real average, scales and higher-precision tensors included."""
+    family: str
+    """``gguf-k``, ``gguf-legacy``, ``gguf-iq``, ``float``, ``fp8``, ``int8``, ``int4``, ``fp4``."""
+    engines: tuple[str, ...]
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.bits_per_weight / 8.0
+
+
+_GGUF = LLAMA_CPP_FAMILY
+_SERVED = ("vllm", "tensorrt-llm", "sglang", "transformers")
+
+QUANTS: tuple[Quant, ...] = (
+    Quant("Q4_0", 4.5, "gguf-legacy", _GGUF),
+    Quant("Q4_K_M", 4.85, "gguf-k", _GGUF),
+    Quant("Q5_K_M", 5.69, "gguf-k", _GGUF),
+    Quant("Q6_K", 6.56, "gguf-k", _GGUF),
+    Quant("Q8_0", 8.5, "gguf-legacy", (*_GGUF, "mlx")),
+    Quant("F16", 16.0, "float", _GGUF),
+    Quant("BF16", 16.0, "float", _GGUF),
+    Quant("IQ2_XXS", 2.06, "gguf-iq", _GGUF),
+    Quant("IQ3_XXS", 3.06, "gguf-iq", _GGUF),
+    Quant("IQ4_XS", 4.25, "gguf-iq", _GGUF),
+    Quant("MXFP4", 4.25, "fp4", (*_GGUF, "vllm", "tensorrt-llm", "sglang")),
+    Quant("fp32", 32.0, "float", ("transformers",)),
+    Quant("fp16", 16.0, "float", (*_SERVED, "mlx")),
+    Quant("bf16", 16.0, "float", (*_SERVED, "mlx")),
+    Quant("fp8", 8.0, "fp8", ("vllm", "tensorrt-llm", "sglang")),
+    Quant("int8", 8.0, "int8", ("vllm", "tensorrt-llm", "sglang", "mlx")),
+    Quant("AWQ", 4.25, "int4", ("vllm", "sglang", "transformers")),
+    Quant("GPTQ", 4.25, "int4", ("vllm", "sglang", "transformers")),
+    Quant("int4", 4.25, "int4", ("vllm", "tensorrt-llm", "sglang", "mlx")),
+    Quant("NVFP4", 4.5, "fp4", ("vllm", "tensorrt-llm", "sglang")),
+)
+
+_BY_NAME = {q.name.lower(): q for q in QUANTS}
+
+
+def find_quant(name: str) -> Quant:
+    """The format named ``name`` (any case); an unknown name is a usage error listing the valid."""
+    quant = _BY_NAME.get(name.strip().lower())
+    if quant is None:
+        valid = ", ".join(q.name for q in QUANTS)
+        raise UsageError(f"unknown quantization {name!r}: use one of {valid}")
+    return quant
+
+
+KV_CACHE_BYTES: dict[str, float] = {
+    "f16": 2.0,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    # GGUF block formats for the KV cache (llama.cpp --cache-type-k/-v): 34/32 and 18/32 bytes.
+    "q8_0": 34.0 / 32.0,
+    "q4_0": 18.0 / 32.0,
+}
+"""Bytes per stored KV value for each cache precision."""
+
+
+def kv_bytes_per_value(kv_cache: str) -> float:
+    """Bytes per KV-cache value for ``kv_cache`` (``f16``, ``fp8``, ``q8_0``, ``q4_0``)."""
+    value = KV_CACHE_BYTES.get(kv_cache.strip().lower())
+    if value is None:
+        valid = ", ".join(KV_CACHE_BYTES)
+        raise UsageError(f"unknown KV-cache type {kv_cache!r}: use one of {valid}")
+    return value

@@ -1,0 +1,287 @@
+"""Speed of serving a model, from a device's memory bandwidth and FLOPs.
+
+- decode (batch 1) is memory-bound: each token reads the active weights once
+  (``params_active x bits/8``) and the KV cache at the context depth;
+  ``decode = bandwidth x efficiency / bytes_per_token``;
+- prefill is compute-bound: ``2 x params_active`` FLOPs per token plus attention
+  (``4 x layers x heads x head_dim x position``, at the prompt's mean position);
+  ``prefill = flops x efficiency / flops_per_token``;
+- batched decode: one step reads the weights once for the whole batch (a MoE touches
+  ``1 - (1 - k/E)^users`` of its experts) and each sequence's KV; it is bounded below by the
+  compute of ``2 x params_active x users`` FLOPs;
+- partial CPU offload: the offloaded share of the bytes is read at the RAM bandwidth;
+- tensor parallel: the bandwidth and FLOPs of ``count`` devices times a link factor.
+
+The efficiencies are general rules (per engine family x quant family x phase) fitted by
+``scripts/fit_serve.py`` on ``catalog/serve_calibration.toml`` and read from
+``catalog/serve_model.toml``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
+from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.errors import InputError
+
+PRIOR_DECODE = 0.6
+PRIOR_PREFILL = 0.4
+NVLINK_FACTOR = 0.85
+PCIE_FACTOR = 0.7
+FAST_LINK_BYTES_S = 100e9
+MAX_USERS = 4096
+
+
+def engine_family(engine: str) -> str:
+    """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (with SGLang and
+    TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
+    if engine in ("llama.cpp", "ollama", "lm-studio"):
+        return "llama.cpp"
+    if engine in ("vllm", "sglang", "tensorrt-llm"):
+        return "vllm"
+    if engine == "mlx":
+        return "mlx"
+    return "torch"
+
+
+@dataclass(frozen=True)
+class DeviceSpeed:
+    """One device's (or ``count`` devices') speed figures."""
+
+    bandwidth_bytes_s: float
+    flops_s: float
+    kind: str
+    """``gpu``, ``cpu`` or ``unified``."""
+    count: int = 1
+    link_bytes_s: float | None = None
+    """Between the devices when ``count > 1`` (NVLink about 450e9, PCIe 4 x16 about 25e9)."""
+    measured: bool = True
+    """Measured on the machine (scan) rather than taken from the catalog."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The fitted efficiencies (``serve_model.toml``)."""
+
+    decode: dict[str, float]
+    prefill: dict[str, float]
+    decode_low: float
+    decode_high: float
+    prefill_low: float
+    prefill_high: float
+    overhead_s: dict[str, float] = field(default_factory=dict)
+    """Fixed time per decode step, per engine family (sampling, kernel launches, the server)."""
+    moe: dict[str, float] = field(default_factory=dict)
+    """A MoE's decode efficiency relative to a dense model's, per engine family (routing,
+    more and smaller kernels)."""
+
+    def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
+        table = self.decode if phase == "decode" else self.prefill
+        for key in (
+            f"{family}/{quant_family}/{kind}",
+            f"{family}/{quant_family}",
+            f"{family}/*/{kind}",
+            f"{family}",
+        ):
+            if key in table:
+                return table[key]
+        return table.get("*", PRIOR_DECODE if phase == "decode" else PRIOR_PREFILL)
+
+
+def rules_from_data(data: dict[str, Any]) -> Rules:
+    """Parse the rules; a missing or malformed number is an input error."""
+    try:
+        rng = data.get("range", {})
+        return Rules(
+            decode={str(k): float(v) for k, v in data["decode"].items()},
+            prefill={str(k): float(v) for k, v in data["prefill"].items()},
+            decode_low=float(rng.get("decode_low", 0.8)),
+            decode_high=float(rng.get("decode_high", 1.25)),
+            prefill_low=float(rng.get("prefill_low", 0.67)),
+            prefill_high=float(rng.get("prefill_high", 1.5)),
+            overhead_s={str(k): float(v) for k, v in data.get("overhead_s", {}).items()},
+            moe={str(k): float(v) for k, v in data.get("moe", {}).items()},
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"serve_model.toml: malformed efficiency table ({exc})") from exc
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> Rules:
+    """The shipped rules."""
+    return rules_from_data(
+        parse_toml(packaged_text("serve_model.toml"), "serve_model.toml", InputError)
+    )
+
+
+@dataclass(frozen=True)
+class ServeSpeed:
+    decode_tok_s: float
+    decode_low: float
+    decode_high: float
+    prefill_tok_s: float
+    ttft_s: float
+    throughput_tok_s: float
+    per_user_tok_s: float
+    users: int
+    users_at_target: int | None
+    bytes_per_token: float
+    basis: str
+
+
+def decode_bytes_per_token(geom: LlmGeometry, quant: Quant, context: int, kv_cache: str) -> float:
+    """Bytes one decode step of one sequence reads: the active weights and its KV cache."""
+    return geom.params_active * quant.bytes_per_weight + geom.kv_bytes(
+        context, kv_bytes_per_value(kv_cache)
+    )
+
+
+def prefill_flops_per_token(geom: LlmGeometry, prompt_tokens: int) -> float:
+    """FLOPs per prompt token: the matmuls and the attention at the mean position."""
+    attention = 4.0 * geom.layers * geom.heads * geom.head_dim * (prompt_tokens / 2.0)
+    return 2.0 * geom.params_active + attention
+
+
+def _scale(device: DeviceSpeed) -> float:
+    """Multi-device speed-up factor: ``count`` times the link's cost."""
+    if device.count <= 1:
+        return 1.0
+    link = device.link_bytes_s
+    factor = NVLINK_FACTOR if link is None or link >= FAST_LINK_BYTES_S else PCIE_FACTOR
+    return device.count * factor
+
+
+def _expert_share(geom: LlmGeometry, users: int) -> float:
+    """The share of a MoE's routed experts that ``users`` tokens touch in one step."""
+    if not geom.moe or geom.experts_active <= 0:
+        return 1.0
+    return 1.0 - (1.0 - geom.experts_active / geom.experts) ** users
+
+
+def estimate_speed(
+    geom: LlmGeometry,
+    quant: Quant,
+    *,
+    context: int,
+    engine: str,
+    device: DeviceSpeed,
+    users: int = 1,
+    prompt_tokens: int = 512,
+    target_tok_s: float | None = None,
+    offload_fraction: float = 0.0,
+    ram_bandwidth_bytes_s: float | None = None,
+    kv_cache: str = "f16",
+    rules: Rules | None = None,
+) -> ServeSpeed:
+    """Decode, prefill, time to first token and batched throughput of ``geom`` on ``device``."""
+    rules = rules or load_rules()
+    family = engine_family(engine)
+    eff_d = rules.efficiency("decode", family, quant.family, device.kind)
+    eff_p = rules.efficiency("prefill", family, quant.family, device.kind)
+    if geom.moe:
+        eff_d *= rules.moe.get(family, 1.0)
+    overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
+    scale = _scale(device)
+    bandwidth = device.bandwidth_bytes_s * scale * eff_d
+    flops = device.flops_s * scale * eff_p
+    offload = min(max(offload_fraction, 0.0), 1.0)
+    ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
+
+    kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache))
+    w_active = geom.params_active * quant.bytes_per_weight
+
+    def read_time(nbytes: float) -> float:
+        return nbytes * (1.0 - offload) / bandwidth + nbytes * offload / ram_bw
+
+    # weights a batched step reads: the shared part always, the routed experts as touched
+    if geom.moe:
+        dense_part = geom.params_active - _routed_params(geom)
+        routed_total = geom.params_total - dense_part
+
+    def step_time(n: int) -> float:
+        if geom.moe:
+            weights = (dense_part + routed_total * _expert_share(geom, n)) * quant.bytes_per_weight
+            weights = max(weights, w_active)
+        else:
+            weights = w_active
+        memory = read_time(weights + n * kv_one)
+        compute = 2.0 * geom.params_active * n / flops
+        return max(memory, compute) + overhead
+
+    per_token = w_active + kv_one
+    decode = 1.0 / step_time(1)
+    prefill = flops / prefill_flops_per_token(geom, prompt_tokens)
+    if offload > 0:
+        # the CPU computes its layers' share of the prompt too (at the same efficiency)
+        prefill = 1.0 / ((1.0 - offload) / prefill + offload / prefill * 4.0)
+    users = max(1, users)
+    t_users = step_time(users)
+    users_at_target: int | None = None
+    if target_tok_s is not None and target_tok_s > 0:
+        users_at_target = _largest_users(step_time, target_tok_s)
+    basis = (
+        f"{'measured' if device.measured else 'catalog'} bandwidth "
+        f"{device.bandwidth_bytes_s / 1e9:.0f} GB/s and {device.flops_s / 1e12:.1f} TFLOPS"
+        f"{f' x {device.count}' if device.count > 1 else ''}; efficiency {family}/{quant.family}: "
+        f"decode {eff_d:.2f}, prefill {eff_p:.2f}, {overhead * 1e3:.2f} ms a step"
+        + (f"; {offload:.0%} of the weights in RAM" if offload else "")
+    )
+    return ServeSpeed(
+        decode_tok_s=decode,
+        decode_low=decode * rules.decode_low,
+        decode_high=decode * rules.decode_high,
+        prefill_tok_s=prefill,
+        ttft_s=prompt_tokens / prefill,
+        throughput_tok_s=users / t_users,
+        per_user_tok_s=1.0 / t_users,
+        users=users,
+        users_at_target=users_at_target,
+        bytes_per_token=per_token,
+        basis=basis,
+    )
+
+
+def _routed_params(geom: LlmGeometry) -> float:
+    """Parameters in the routed experts one token uses (the rest of ``params_active`` is shared):
+    ``(total - active) / (E - k) x k`` since the unused experts are the same size."""
+    if not geom.moe or geom.experts <= geom.experts_active:
+        return 0.0
+    per_expert = (geom.params_total - geom.params_active) / (geom.experts - geom.experts_active)
+    return per_expert * geom.experts_active
+
+
+def _largest_users(step_time: Any, target: float) -> int:
+    """The largest concurrency whose per-user speed stays at ``target`` (0: not even one)."""
+    if 1.0 / step_time(1) < target:
+        return 0
+    lo, hi = 1, 2
+    while hi <= MAX_USERS and 1.0 / step_time(hi) >= target:
+        lo, hi = hi, hi * 2
+    hi = min(hi, MAX_USERS + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if 1.0 / step_time(mid) >= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def ratio_spread(ratios: list[float]) -> tuple[float, float]:
+    """The 10th and 90th percentile of measured/predicted ratios (the range's factors)."""
+    if not ratios:
+        return 1.0, 1.0
+    s = sorted(ratios)
+
+    def q(p: float) -> float:
+        i = p * (len(s) - 1)
+        lo = math.floor(i)
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (i - lo)
+
+    return q(0.1), q(0.9)
