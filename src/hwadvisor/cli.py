@@ -724,6 +724,67 @@ def advise(
     rules: RulesOpt = None,
     prices: PricesOpt = None,
     kwh_price: KwhOpt = None,
+    serve: Annotated[
+        Optional[str],
+        typer.Option(
+            "--serve",
+            metavar="MODEL",
+            help="Size inference instead of training: a model of the catalog (`llama-3.1-8b`, "
+            "`qwen3-30b-a3b`, a Hugging Face id), a local config.json, GGUF or safetensors "
+            "file (its header only), or a preset: llama3-8b-chat, llama3-70b-serve, "
+            "gpt-oss-20b-local, qwen3-30b-a3b-local.",
+        ),
+    ] = None,
+    quant: Annotated[
+        Optional[str],
+        typer.Option(
+            "--quant",
+            metavar="Q",
+            help="With --serve: the weights' quantization (Q4_K_M, Q8_0, F16, MXFP4, bf16, "
+            "fp8, AWQ, ...). Default: Q4_K_M for llama.cpp and Ollama, else bf16.",
+        ),
+    ] = None,
+    context: Annotated[
+        Optional[int],
+        typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
+    ] = None,
+    engine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            help="With --serve: llama.cpp (default), ollama, vllm, mlx, transformers, "
+            "tensorrt-llm.",
+        ),
+    ] = None,
+    users: Annotated[
+        Optional[int],
+        typer.Option("--users", metavar="N", help="With --serve: users at once (1)."),
+    ] = None,
+    target_tok_s: Annotated[
+        Optional[float],
+        typer.Option(
+            "--target-tok-s",
+            metavar="X",
+            help="With --serve: the decode speed each user must get, tokens/s (10).",
+        ),
+    ] = None,
+    prompt_tokens: Annotated[
+        Optional[int],
+        typer.Option(
+            "--prompt-tokens",
+            metavar="N",
+            help="With --serve: prompt length for the time to first token (512).",
+        ),
+    ] = None,
+    kv_cache: Annotated[
+        Optional[str],
+        typer.Option(
+            "--kv-cache",
+            metavar="TYPE",
+            help="With --serve: the KV cache's precision: f16 (default), fp8, q8_0, q4_0.",
+        ),
+    ] = None,
     json_out: Annotated[
         Optional[str],
         typer.Option(
@@ -745,6 +806,34 @@ def advise(
     from hwadvisor.importers.detect import import_file
     from hwadvisor.render.jsonio import to_json, write_new_file
 
+    if serve is not None:
+        _serve(
+            serve,
+            profile_path,
+            json_out,
+            assume_gpu,
+            gpus,
+            quant=quant,
+            context=context,
+            engine=engine,
+            users=users,
+            target_tok_s=target_tok_s,
+            prompt_tokens=prompt_tokens,
+            kv_cache=kv_cache,
+        )
+        return
+    serve_only = {
+        "--quant": quant,
+        "--context": context,
+        "--engine": engine,
+        "--users": users,
+        "--target-tok-s": target_tok_s,
+        "--prompt-tokens": prompt_tokens,
+        "--kv-cache": kv_cache,
+    }
+    given = [name for name, value in serve_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} size inference: give --serve MODEL too")
     custom = None
     if params is not None:
         custom = {
@@ -797,6 +886,47 @@ def advise(
         from hwadvisor.render.terminal import console as terminal_console
 
         render_advice(result, terminal_console(), profile=profile)
+
+
+def _serve(
+    model: str,
+    profile_path: Path | None,
+    json_out: str | None,
+    assume_gpu: list[str] | None,
+    gpus: int,
+    **given: Any,
+) -> None:
+    """``advise --serve``: the inference answer, printed or written as JSON."""
+    import datetime as _dt
+
+    from hwadvisor.advise.serving import PRESETS, ServeRequest, serve_advice
+    from hwadvisor.importers.detect import import_file
+    from hwadvisor.model.profile import SCHEMA_VERSION
+    from hwadvisor.render.jsonio import write_new_file
+
+    fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
+    fields.update({k: v for k, v in given.items() if v is not None})
+    request = ServeRequest(**fields, assume_gpu=tuple(assume_gpu or ()), gpus=gpus)
+    profile = import_file(profile_path) if profile_path is not None else _default_profile()
+    answer = serve_advice(profile, request)
+    if json_out is not None:
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "hwadvisor", "version": __version__},
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "inference": answer.model_dump(mode="json"),
+        }
+        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            written = write_new_file(Path(json_out), text)
+            _stderr().print(f"Advice written to [bold]{_escape(str(written))}[/bold]")
+        return
+    from hwadvisor.render.serve_console import render_serve
+    from hwadvisor.render.terminal import console as terminal_console
+
+    render_serve(answer, terminal_console())
 
 
 def _default_profile(folder: Path = Path("reports")) -> Profile:

@@ -342,7 +342,9 @@ def _system(prices: Prices, gpu: str | None, gpus: int, cores: int | None) -> Ro
 EQUIVALENT_PEAK_SHARE = 0.8
 
 
+@lru_cache(maxsize=1024)
 def _tensor(name: str | None) -> tuple[float, float]:
+    """A GPU's tensor TFLOP/s and memory (the built-in catalog's: a pure lookup, kept)."""
     peak = find_gpu_peak(name or "")
     if peak is None:
         return 0.0, 0.0

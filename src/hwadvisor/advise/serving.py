@@ -1,0 +1,430 @@
+"""Inference sizing: the answer to "will this model run here, how fast, for how many users, and
+what should I buy or rent to serve it".
+
+The candidates are this machine (its GPUs, else its CPU and RAM: speed from the bandwidth and
+FLOPs the scan measured, else catalog peaks), GPUs the user assumes (``--assume-gpu``), and the
+catalog's GPUs in counts of 1 to 8 per machine and more machines beyond. For each: the memory
+plan as the engine allocates it (``serve.memory``), decode and prefill speed (``serve.speed``),
+prices. The scenario is the smallest class of hardware with an option that holds the model and
+gives every user the target speed; the recommendation is that class's cheapest option.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwadvisor.advise.figures import best_measurement
+from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
+from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
+from hwadvisor.advise.serve.quant import find_quant
+from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed
+from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
+from hwadvisor.errors import UsageError
+from hwadvisor.model.bench import BenchStatus
+from hwadvisor.model.profile import Profile
+from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
+
+ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm")
+
+#: GPUs offered as options are those the price catalog prices (to buy or to rent).
+_MAX_PER_MACHINE = 8
+_MAX_MACHINES = 8
+
+
+#: Presets (``--serve NAME``): what people most often ask about.
+PRESETS: dict[str, dict[str, Any]] = {
+    "llama3-8b-chat": {
+        "model": "llama-3-8b",
+        "quant": "Q4_K_M",
+        "context": 8192,
+        "engine": "llama.cpp",
+        "users": 1,
+    },
+    "llama3-70b-serve": {
+        "model": "llama-3-70b",
+        "quant": "fp8",
+        "context": 8192,
+        "engine": "vllm",
+        "users": 32,
+    },
+    "gpt-oss-20b-local": {
+        "model": "gpt-oss-20b",
+        "quant": "MXFP4",
+        "context": 8192,
+        "engine": "llama.cpp",
+        "users": 1,
+    },
+    "qwen3-30b-a3b-local": {
+        "model": "qwen3-30b-a3b",
+        "quant": "Q4_K_M",
+        "context": 8192,
+        "engine": "llama.cpp",
+        "users": 1,
+    },
+}
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    model: str
+    """A catalog name, alias or Hugging Face id, or a local config.json/GGUF/safetensors file."""
+    quant: str | None = None
+    context: int = 8192
+    engine: str = "llama.cpp"
+    users: int = 1
+    target_tok_s: float = 10.0
+    prompt_tokens: int = 512
+    kv_cache: str = "f16"
+    assume_gpu: tuple[str, ...] = ()
+    gpus: int = 1
+
+
+def _geometry(model: str) -> tuple[LlmGeometry, str | None]:
+    path = Path(model)
+    if path.suffix.lower() in (".gguf", ".json", ".safetensors") or path.is_file():
+        from hwadvisor.importers.modelfile import geometry_from_file
+
+        return geometry_from_file(path)
+    from hwadvisor.catalog.llms import find_llm
+
+    return find_llm(model), None
+
+
+def _default_quant(engine: str) -> str:
+    return "Q4_K_M" if engine in ("llama.cpp", "ollama") else "bf16"
+
+
+def _flops_peak(row: GpuPeak, family: str) -> float | None:
+    tflops = (
+        (row.fp8_tflops if family in ("fp8", "fp4") and row.fp8_tflops else None)
+        or row.fp16_tflops
+        or row.bf16_tflops
+        or row.fp32_tflops
+    )
+    return tflops * 1e12 if tflops else None
+
+
+@dataclass
+class _Candidate:
+    hardware: str
+    origin: str
+    scenario_class: int
+    gpus: int
+    memory: DeviceMemory
+    speed: DeviceSpeed
+    price_gpu: str | None
+    cores: int | None = None
+    nodes: int = 1
+
+
+def _best(
+    profile: Profile, case: str, cpu: bool, precisions: tuple[str | None, ...]
+) -> float | None:
+    """The best OK figure of ``case`` (triad has no precision), in its unit."""
+    bench = profile.benchmarks
+    if bench is None:
+        return None
+    for precision in precisions:
+        if precision is not None:
+            m = best_measurement(bench, case, cpu, (precision,))
+            if m is not None and m.best:
+                return m.best
+            continue
+        rows = [
+            m.best
+            for m in bench.measurements
+            if m.case == case
+            and (m.device == "cpu") == cpu
+            and m.best
+            and m.status == BenchStatus.OK
+        ]
+        if rows:
+            return max(rows)
+    return None
+
+
+def _apple(profile: Profile) -> bool:
+    return (profile.platform.os.value or "").lower() in ("darwin", "macos")
+
+
+def _this_machine(profile: Profile) -> list[_Candidate]:
+    out: list[_Candidate] = []
+    gpus = [g for g in profile.gpus if g.vram_total_bytes.value and not g.lost]
+    if gpus:
+        first = gpus[0]
+        name = first.name.value or "GPU"
+        vram = int(first.vram_total_bytes.value or 0)
+        row = find_gpu_peak(name, vram)
+        triad = _best(profile, "triad", False, (None,))
+        matmul = _best(profile, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
+        bandwidth = triad * 1e9 if triad else None
+        flops = matmul * 1e9 if matmul else None
+        measured = bandwidth is not None
+        if bandwidth is None and row and row.bandwidth_gbs:
+            bandwidth = row.bandwidth_gbs * 1e9
+        if flops is None and row is not None:
+            flops = _flops_peak(row, "float")
+        if bandwidth and flops:
+            n = len(gpus)
+            out.append(
+                _Candidate(
+                    hardware=f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}",
+                    origin="this machine",
+                    scenario_class=2 if n == 1 else 3,
+                    gpus=n,
+                    memory=DeviceMemory(kind="gpu", total_bytes=vram, count=n, name=name),
+                    speed=DeviceSpeed(
+                        bandwidth_bytes_s=bandwidth,
+                        flops_s=flops,
+                        kind="gpu",
+                        count=n,
+                        link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
+                        measured=measured,
+                    ),
+                    price_gpu=row.name if row else None,
+                )
+            )
+    ram = profile.memory.total_bytes.value
+    cpu_triad = _best(profile, "triad", True, (None,))
+    cpu_matmul = _best(profile, "matmul", True, ("bf16", "fp32"))
+    if ram and cpu_triad and cpu_matmul:
+        cpu = profile.cpu.model_name.value or "CPU"
+        out.append(
+            _Candidate(
+                hardware=f"this machine: {cpu} ({int(ram) / 2**30:.0f} GiB RAM)",
+                origin="this machine",
+                scenario_class=1,
+                gpus=0,
+                memory=DeviceMemory(
+                    kind="unified" if _apple(profile) else "cpu",
+                    total_bytes=int(ram),
+                    name=cpu,
+                    platform="macos" if _apple(profile) else "linux",
+                ),
+                speed=DeviceSpeed(
+                    bandwidth_bytes_s=cpu_triad * 1e9,
+                    flops_s=cpu_matmul * 1e9,
+                    kind="cpu",
+                    measured=True,
+                ),
+                price_gpu=None,
+                cores=profile.cpu.physical_cores.value,
+            )
+        )
+    return out
+
+
+def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:
+    flops = _flops_peak(row, family)
+    if not (row.memory_gb and row.bandwidth_gbs and flops):
+        return None
+    nodes = max(1, math.ceil(count / _MAX_PER_MACHINE))
+    per_node = min(count, _MAX_PER_MACHINE)
+    cls = 2 if count == 1 else 3 if nodes == 1 else 4
+    label = f"{count}× {row.name}" if count > 1 else row.name
+    if nodes > 1:
+        label = f"{nodes} machines of {per_node}× {row.name}"
+    return _Candidate(
+        hardware=label,
+        origin=origin,
+        scenario_class=cls,
+        gpus=count,
+        memory=DeviceMemory(
+            kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
+        ),
+        speed=DeviceSpeed(
+            bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
+            flops_s=flops,
+            kind="gpu",
+            count=count,
+            link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
+            measured=False,
+        ),
+        price_gpu=row.name,
+        nodes=nodes,
+    )
+
+
+def _estimate(
+    c: _Candidate,
+    geom: LlmGeometry,
+    quant: Any,
+    req: ServeRequest,
+    prices: Prices,
+) -> InferenceEstimate:
+    plan = plan_serve_memory(
+        geom,
+        quant,
+        context=req.context,
+        sequences=req.users,
+        engine=req.engine,
+        kv_cache=req.kv_cache,
+        device=c.memory,
+    )
+    speed = estimate_speed(
+        geom,
+        quant,
+        context=req.context,
+        engine=req.engine,
+        device=c.speed,
+        users=req.users,
+        prompt_tokens=req.prompt_tokens,
+        target_tok_s=req.target_tok_s,
+    )
+    per_user = speed.per_user_tok_s
+    meets = bool(
+        plan.fits
+        and per_user is not None
+        and per_user >= req.target_tok_s
+        and (speed.users_at_target is None or speed.users_at_target >= req.users)
+    )
+    costs = option_costs(
+        prices,
+        gpu=c.price_gpu,
+        gpus=max(1, c.gpus // c.nodes) if c.gpus else 0,
+        cores=c.cores,
+        nodes=c.nodes,
+        seconds=3600.0,
+    )
+    tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
+    rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
+    owned = (
+        costs.watts / 1000 * prices.kwh_price / tokens_per_hour * 1e6
+        if costs.watts and tokens_per_hour > 0
+        else None
+    )
+    return InferenceEstimate(
+        hardware=c.hardware,
+        origin=c.origin,
+        scenario_class=c.scenario_class,
+        gpus=c.gpus,
+        fits_memory=plan.fits,
+        memory_needed_bytes=int(plan.total_bytes),
+        memory_available_bytes=int(plan.usable_bytes),
+        memory=ServeMemoryBreakdown(
+            weights_bytes=int(plan.weights_bytes),
+            kv_bytes=int(plan.kv_bytes),
+            buffers_bytes=int(plan.buffers_bytes),
+            runtime_bytes=int(plan.runtime_bytes),
+            total_bytes=int(plan.total_bytes),
+            usable_bytes=int(plan.usable_bytes),
+            headroom_bytes=int(plan.headroom_bytes),
+            max_context_that_fits=getattr(plan, "max_context_that_fits", None),
+            usable_note=getattr(plan, "usable_note", None),
+        ),
+        decode_tok_s=speed.decode_tok_s,
+        decode_low_tok_s=speed.decode_low,
+        decode_high_tok_s=speed.decode_high,
+        prefill_tok_s=speed.prefill_tok_s,
+        time_to_first_token_s=speed.ttft_s,
+        throughput_tok_s=speed.throughput_tok_s,
+        per_user_tok_s=per_user,
+        users_at_target=speed.users_at_target,
+        meets_target=meets,
+        measured=c.speed.measured,
+        basis=speed.basis,
+        purchase_cost=costs.purchase,
+        hourly_cost=costs.hourly,
+        rent_as=costs.rent_as,
+        cost_per_million_tokens_rented=rented,
+        cost_per_million_tokens_owned=owned,
+        price_date=costs.date,
+        price_source=costs.source,
+        suggestions=list(plan.suggestions) if not plan.fits else [],
+    )
+
+
+def _cost_key(e: InferenceEstimate) -> tuple[bool, float, float]:
+    price = e.purchase_cost if e.purchase_cost is not None else math.inf
+    hourly = e.hourly_cost if e.hourly_cost is not None else math.inf
+    return (price == math.inf and hourly == math.inf, price, hourly)
+
+
+def serve_advice(
+    profile: Profile, request: ServeRequest, prices: Prices | None = None
+) -> InferenceAdvice:
+    """The whole inference answer for ``request`` on the machine of ``profile``."""
+    if request.engine not in ENGINES:
+        raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
+    for name, value in (("--context", request.context), ("--users", request.users)):
+        if value < 1:
+            raise UsageError(f"{name} must be at least 1, got {value}")
+    if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
+        raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
+    prices = prices or builtin_prices()
+    geom, file_quant = _geometry(request.model)
+    quant = find_quant(request.quant or file_quant or _default_quant(request.engine))
+    family = getattr(quant, "family", "float")
+    candidates = _this_machine(profile)
+    for name in request.assume_gpu:
+        row = find_gpu_peak(name, None, fallback=False)
+        if row is None:
+            raise UsageError(f"--assume-gpu {name!r}: not a GPU the catalog knows (hwadvisor gpus)")
+        c = _catalog_candidate(row, request.gpus, "assumed", family)
+        if c is not None:
+            candidates.append(c)
+    catalog = {row.name: row for row in load_catalog()}
+    priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}
+    for name in sorted(priced):
+        row = catalog.get(name)
+        if row is None:
+            continue
+        for count in (1, 2, 4, 8, 16, 32, 64):
+            if count > _MAX_PER_MACHINE * _MAX_MACHINES:
+                break
+            if count > 1 and row.gpu_class == "consumer" and count > 4:
+                break  # consumer cards: at most 4 in one workstation
+            c = _catalog_candidate(row, count, "catalog", family)
+            if c is not None:
+                candidates.append(c)
+    estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
+    here = next((e for e in estimates if e.origin == "this machine" and e.gpus), None) or next(
+        (e for e in estimates if e.origin == "this machine"), None
+    )
+    meeting = [e for e in estimates if e.meets_target and e.origin != "this machine"]
+    scenario = min((e.scenario_class for e in meeting), default=None)
+    if here is not None and here.meets_target:
+        scenario = min(scenario or here.scenario_class, here.scenario_class)
+    recommendation = None
+    if scenario is not None:
+        same = [e for e in meeting if e.scenario_class == scenario]
+        # One count per GPU model: the fewest cards of it that serve the model.
+        fewest: dict[str, InferenceEstimate] = {}
+        for e in sorted(same, key=lambda e: e.gpus):
+            fewest.setdefault(e.hardware.split("× ")[-1], e)
+        recommendation = min(fewest.values(), key=_cost_key, default=None)
+    caveats = []
+    if here is not None and not here.measured:
+        caveats.append(
+            "this machine's speed is from catalog peaks: `hwadvisor scan` measures its bandwidth"
+        )
+    if any(not e.measured for e in estimates):
+        caveats.append(
+            "catalog hardware: speed from its published bandwidth and FLOPs × the efficiencies "
+            "fitted to published measurements (docs/inference-model.md)"
+        )
+    return InferenceAdvice(
+        model=geom.name,
+        model_source=geom.source,
+        params_total=geom.params_total,
+        params_active=geom.params_active,
+        quant=quant.name,
+        bits_per_weight=quant.bits_per_weight,
+        context=request.context,
+        engine=request.engine,
+        users=request.users,
+        target_tok_s=request.target_tok_s,
+        prompt_tokens=request.prompt_tokens,
+        kv_cache=request.kv_cache,
+        scenario_class=scenario,
+        this_machine=here,
+        recommendation=recommendation,
+        estimates=estimates,
+        currency=prices.currency,
+        kwh_price=prices.kwh_price,
+        caveats=caveats,
+    )
