@@ -5,19 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hwadvisor.catalog.llm_geometry import LlmGeometry
-
-# Llama 3.1 8B (config.json): 32 layers, 8 KV heads of 128.
-LLAMA_8B = LlmGeometry(
-    name="llama-3.1-8b",
-    params_total=8.03e9,
-    params_active=8.03e9,
-    layers=32,
-    hidden=4096,
-    heads=32,
-    kv_heads=8,
-    head_dim=128,
-    vocab=128256,
-)
+from tests.helpers.llms import LLAMA_8B
 
 
 def test_kv_cache_is_two_layers_heads_dim_bytes_tokens() -> None:

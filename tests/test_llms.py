@@ -147,3 +147,18 @@ def test_a_bad_row_is_one_line_naming_it(old: str, new: str, message: str) -> No
         parse_llms(text.replace(old, new, 1))
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_the_catalog_agrees_with_the_shapes_written_out_for_the_serving_tests() -> None:
+    """Two independent writings of the same configs (the serving tests' and the catalog's)."""
+    from hwadvisor.catalog.llms import find_llm
+    from tests.helpers import llms as written
+
+    shapes = [v for v in vars(written).values() if type(v).__name__ == "LlmGeometry"]
+    assert len(shapes) >= 4
+    for shape in shapes:
+        row = find_llm(shape.name)
+        for key in ("layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "experts"):
+            assert getattr(row, key) == getattr(shape, key), (shape.name, key)
+        assert row.params_total == pytest.approx(shape.params_total, rel=0.03), shape.name
+        assert row.params_active == pytest.approx(shape.params_active, rel=0.06), shape.name

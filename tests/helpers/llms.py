@@ -1,5 +1,5 @@
-"""A few model shapes for the serving tests, written out here until the model catalog
-(``catalog/llms.py``) can supply them; swap these for ``find_llm(name)`` then."""
+"""A few model shapes for the serving tests, written out from the models' configs apart from
+the catalog (``catalog/llms.toml``): ``tests/test_llms.py`` checks that the two agree."""
 
 from __future__ import annotations
 
