@@ -19,7 +19,7 @@ from typing import Any
 from hwadvisor.advise.figures import best_measurement
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
-from hwadvisor.advise.serve.quant import find_quant
+from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value
 from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
@@ -297,7 +297,9 @@ def _estimate(
         if costs.watts and tokens_per_hour > 0
         else None
     )
-    return InferenceEstimate(
+    # Built from trusted figures (no user string): constructed without re-validation, which
+    # was a fifth of a sweep's time.
+    return InferenceEstimate.model_construct(
         hardware=c.hardware,
         origin=c.origin,
         scenario_class=c.scenario_class,
@@ -305,7 +307,7 @@ def _estimate(
         fits_memory=plan.fits,
         memory_needed_bytes=int(plan.total_bytes),
         memory_available_bytes=int(plan.usable_bytes),
-        memory=ServeMemoryBreakdown(
+        memory=ServeMemoryBreakdown.model_construct(
             weights_bytes=int(plan.weights_bytes),
             kv_bytes=int(plan.kv_bytes),
             buffers_bytes=int(plan.buffers_bytes),
@@ -367,8 +369,13 @@ def serve_advice(
         c = _catalog_candidate(row, request.gpus, "assumed", family)
         if c is not None:
             candidates.append(c)
+    estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
     catalog = {row.name: row for row in load_catalog()}
     priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}
+    # What any option must hold at least: the weights and every user's KV cache.
+    weights = geom.params_total * quant.bits_per_weight / 8 + geom.kv_bytes(
+        request.context, kv_bytes_per_value(request.kv_cache), request.users
+    )
     for name in sorted(priced):
         row = catalog.get(name)
         if row is None:
@@ -378,10 +385,15 @@ def serve_advice(
                 break
             if count > 1 and row.gpu_class == "consumer" and count > 4:
                 break  # consumer cards: at most 4 in one workstation
+            if row.memory_gb and count * row.memory_gb * 1e9 < weights:
+                continue  # the weights and KV cache alone do not fit: no plan needed
             c = _catalog_candidate(row, count, "catalog", family)
-            if c is not None:
-                candidates.append(c)
-    estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
+            if c is None:
+                break
+            estimate = _estimate(c, geom, quant, request, prices)
+            estimates.append(estimate)
+            if estimate.meets_target:
+                break  # more of this GPU only costs more: the fewest that serve it
     here = next((e for e in estimates if e.origin == "this machine" and e.gpus), None) or next(
         (e for e in estimates if e.origin == "this machine"), None
     )

@@ -200,15 +200,24 @@ def max_context(
     upper: int = 1 << 24,
 ) -> int:
     """The longest context that fits (0: not even one token). Memory grows with the context,
-    so a bisection finds it."""
-    if not _fits(geom, quant, 1, sequences, engine, kv_cache, device):
+    so a bisection finds it; what does not depend on the context is computed once."""
+    usable, _ = usable_bytes(device, engine)
+    n = device.count
+    fixed = geom.params_total * quant.bytes_per_weight / n + runtime_bytes(device, engine)
+    per_value = kv_bytes_per_value(kv_cache)
+
+    def fits(context: int) -> bool:
+        kv = geom.kv_bytes(context, per_value, sequences) / n
+        return fixed + kv + buffers_bytes(geom, context, engine) <= usable
+
+    if not fits(1):
         return 0
     lo, hi = 1, upper
-    if _fits(geom, quant, hi, sequences, engine, kv_cache, device):
+    if fits(hi):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _fits(geom, quant, mid, sequences, engine, kv_cache, device):
+        if fits(mid):
             lo = mid
         else:
             hi = mid
@@ -241,7 +250,10 @@ def plan_serve_memory(
     if _vllm_like(engine):
         pool = max(0.0, usable - weights - buffers - runtime) * n
         concurrency = pool / kv_one if kv_one > 0 else None
-    best = max_context(geom, quant, sequences, engine, kv_cache, device)
+    # Up to the model's own limit: a longer context is not one it can use.
+    best = max_context(
+        geom, quant, sequences, engine, kv_cache, device, upper=geom.max_context or 1 << 24
+    )
     plan = ServeMemory(
         weights_bytes=weights * n,
         kv_bytes=kv * n,
