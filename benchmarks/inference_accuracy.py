@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from hwadvisor.advise.serve.calib import (
     accuracy,
-    geometry,
     in_sample,
     leave_one_source_out,
     load_calibration,
+    memory_cases,
     speed_rows,
 )
-from hwadvisor.advise.serve.memory import DeviceMemory, GiB, plan_serve_memory
-from hwadvisor.advise.serve.quant import find_quant
+from hwadvisor.advise.serve.memory import GiB
 
 
 def main() -> None:
@@ -38,26 +37,19 @@ def main() -> None:
                 f"{phase:8} {label:22} n={acc.n:3}  within 1.25x {acc.within_125:5.0%}  "
                 f"within 1.5x {acc.within_150:5.0%}  worst {acc.worst:.2f}x"
             )
-    agree = total = wrong_fit = 0
-    for case in data.get("memory", []):
-        if "outcome" not in case:
-            continue
-        plan = plan_serve_memory(
-            geometry(case["model"], data),
-            find_quant(case["quant"]),
-            context=int(case["context"]),
-            engine=case["engine"],
-            device=DeviceMemory(
-                kind=case["kind"], total_bytes=float(case["total_gib"]) * GiB, count=case["count"]
-            ),
-        )
-        total += 1
-        agree += plan.fits == (case["outcome"] == "fit")
-        wrong_fit += plan.fits and case["outcome"] == "oom"
+    cases = memory_cases(data)
+    misses = [c for c in cases if c.plan().fits != (c.outcome == "fit")]
+    wrong_fit = sum(c.outcome == "oom" for c in misses)
     print(
-        f"memory   {agree}/{total} fit/out-of-memory cases agree; "
+        f"memory   {len(cases) - len(misses)}/{len(cases)} fit/out-of-memory cases agree; "
         f"'fits' where it ran out: {wrong_fit}"
     )
+    for c in misses:
+        print(
+            f"         disagrees: {c.geom.name} {c.quant} {c.engine} context {c.context} on "
+            f"{c.device.count} x {c.device.total_bytes / GiB:.1f} GiB, documented {c.outcome} "
+            f"({c.source})"
+        )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from hwadvisor.advise.serve.calib import geometry, load_calibration
+from hwadvisor.advise.serve.calib import geometry, load_calibration, memory_cases
 from hwadvisor.advise.serve.memory import (
     CUDA_CONTEXT_BYTES,
     DeviceMemory,
@@ -182,23 +182,15 @@ def test_memory_grows_with_context_and_bits() -> None:
 
 
 def test_documented_cases_never_fit_where_the_run_ran_out_of_memory() -> None:
-    data = load_calibration()
-    outcomes = [c for c in data["memory"] if "outcome" in c]
-    assert len(outcomes) >= 5 and all("source" in c and "http" in c["source"] for c in outcomes)
+    # every case, with its settings, in tests/test_serve_memory_cases.py
+    outcomes = memory_cases(load_calibration())
+    assert len(outcomes) >= 5 and all("http" in c.source for c in outcomes)
     agree = 0
     for case in outcomes:
-        plan = plan_serve_memory(
-            geometry(case["model"], data),
-            find_quant(case["quant"]),
-            context=int(case["context"]),
-            engine=case["engine"],
-            device=DeviceMemory(
-                kind=case["kind"], total_bytes=case["total_gib"] * GiB, count=case["count"]
-            ),
-        )
-        if case["outcome"] == "oom":
-            assert not plan.fits, case["source"]
-        agree += plan.fits == (case["outcome"] == "fit")
+        plan = case.plan()
+        if case.outcome == "oom":
+            assert not plan.fits, case.source
+        agree += plan.fits == (case.outcome == "fit")
     assert agree >= len(outcomes) - 1
 
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from hwadvisor.advise.serve.memory import DeviceMemory, GiB, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant
 from hwadvisor.advise.serve.speed import (
     PRIOR_DECODE,
@@ -50,13 +51,85 @@ def load_calibration() -> dict[str, Any]:
 
 
 def geometry(name: str, data: dict[str, Any]) -> LlmGeometry:
-    """The model ``name`` from the calibration's ``[models]`` table."""
-    try:
-        spec = data["models"][name]
-    except KeyError as exc:
-        raise InputError(f"serve_calibration.toml: no model {name!r} in [models]") from exc
+    """The model ``name`` from the calibration's ``[models]`` table, else from the model
+    catalog (``llms.toml``)."""
+    spec = data.get("models", {}).get(name)
+    if spec is None:
+        from hwadvisor.catalog.llms import find_llm
+        from hwadvisor.errors import UsageError
+
+        try:
+            return find_llm(name)
+        except UsageError as exc:
+            raise InputError(
+                f"serve_calibration.toml: no model {name!r} in [models] or the model catalog"
+            ) from exc
     kwargs = {k: spec[k] for k in _GEOM_FIELDS if k in spec}
     return LlmGeometry(name=name, source="serve_calibration.toml", **kwargs)
+
+
+@dataclass(frozen=True)
+class MemoryCase:
+    """A documented run that fitted (``fit``) or ran out of memory (``oom``)."""
+
+    geom: LlmGeometry
+    quant: str
+    engine: str
+    context: int
+    sequences: int
+    kv_cache: str
+    device: DeviceMemory
+    outcome: str
+    reported_concurrency: float | None
+    note: str
+    source: str
+
+    def plan(self) -> ServeMemory:
+        return plan_serve_memory(
+            self.geom,
+            find_quant(self.quant),
+            context=self.context,
+            sequences=self.sequences,
+            engine=self.engine,
+            kv_cache=self.kv_cache,
+            device=self.device,
+        )
+
+
+def memory_cases(data: dict[str, Any]) -> list[MemoryCase]:
+    """The ``[[memory]]`` rows with an ``outcome``. Optional keys: ``count`` (GPUs, tensor
+    parallel), ``sequences``, ``kv_cache``, ``platform``, ``gpu_memory_utilization``."""
+    cases = []
+    for raw in data.get("memory", []):
+        if "outcome" not in raw:
+            continue
+        outcome = str(raw["outcome"])
+        if outcome not in ("fit", "oom"):
+            raise InputError(f"serve_calibration.toml: outcome {outcome!r}: use fit or oom")
+        device = DeviceMemory(
+            kind=raw["kind"],
+            total_bytes=float(raw["total_gib"]) * GiB,
+            count=int(raw.get("count", 1)),
+            platform=str(raw.get("platform", "linux")),
+            gpu_memory_utilization=float(raw.get("gpu_memory_utilization", 0.9)),
+        )
+        concurrency = raw.get("reported_concurrency")
+        cases.append(
+            MemoryCase(
+                geom=geometry(str(raw["model"]), data),
+                quant=str(raw["quant"]),
+                engine=str(raw["engine"]),
+                context=int(raw["context"]),
+                sequences=int(raw.get("sequences", 1)),
+                kv_cache=str(raw.get("kv_cache", "f16")),
+                device=device,
+                outcome=outcome,
+                reported_concurrency=None if concurrency is None else float(concurrency),
+                note=str(raw.get("note", "")),
+                source=str(raw["source"]),
+            )
+        )
+    return cases
 
 
 @dataclass(frozen=True)

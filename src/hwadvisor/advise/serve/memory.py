@@ -9,8 +9,9 @@ Per device: ``weights + kv + buffers + runtime <= usable``.
 - buffers: llama.cpp's compute buffer (flash attention on), ``4 B x n_ubatch x (vocab + 6 x hidden)
   + 8 B x n_ubatch x context`` (the f32 logits and activations of one micro-batch, and the mask and
   attention tile); vLLM's profiling peak, ``2 B x tokens x (2 x intermediate + 4 x hidden) +
-  4 B x 256 x vocab`` where tokens is the prefill it profiles (``max_model_len`` up to 32768: older
-  releases profile the whole length; that is the cautious side);
+  4 B x 256 x vocab`` where tokens is the prefill it profiles (``max_model_len`` up to 32768: V0
+  profiles the whole length, the cautious side; above it chunked prefill is on by default and
+  one chunk of 8192 tokens is profiled);
 - runtime: the engine's own (vLLM: CUDA graphs about 0.5 GiB, NCCL 0.25 GiB per GPU when split;
   llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory.
 
@@ -44,6 +45,10 @@ METAL_RUNTIME_BYTES = 0.1 * GiB
 N_UBATCH = 512
 """llama.cpp's default micro-batch (``-ub``)."""
 VLLM_PROFILE_MAX_TOKENS = 32768
+"""Up to this ``max_model_len`` vLLM (V0) profiles a prefill of the whole length."""
+VLLM_CHUNK_TOKENS = 8192
+"""Above it chunked prefill is on by default and vLLM profiles one chunk of
+``max_num_batched_tokens``: V0's default was 2048, V1's 8192 (the larger, cautious side)."""
 VLLM_PROFILE_SEQS = 256
 """vLLM's default ``max_num_seqs``: the logits of that many sequences are in its profiling peak."""
 MIN_USEFUL_CONTEXT = 512
@@ -63,12 +68,16 @@ class DeviceMemory:
     """``linux``, ``darwin`` (Apple), ``windows``."""
     apu: bool = False
     """An AMD APU (Ryzen AI, Strix Halo): unified memory split between a carve-out and GTT."""
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION
+    """vLLM/SGLang ``--gpu-memory-utilization`` on a GPU: the share of its memory they take."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("gpu", "cpu", "unified"):
             raise UsageError(f"unknown memory kind {self.kind!r}: use gpu, cpu or unified")
         if self.total_bytes <= 0 or self.count < 1:
             raise UsageError("device memory must be positive and the device count at least 1")
+        if not 0.0 < self.gpu_memory_utilization <= 1.0:
+            raise UsageError("the GPU memory utilization must be above 0 and at most 1")
 
 
 def _os_reserve(total: float) -> float:
@@ -106,10 +115,10 @@ def usable_bytes(device: DeviceMemory, engine: str) -> tuple[float, str]:
         usable = total - _os_reserve(total)
         return usable, f"RAM less an OS reserve: {usable / GiB:.1f} GiB"
     if engine in ("vllm", "sglang"):
-        usable = total * VLLM_GPU_MEMORY_UTILIZATION - CUDA_CONTEXT_BYTES
+        share = device.gpu_memory_utilization
+        usable = total * share - CUDA_CONTEXT_BYTES
         return usable, (
-            f"{VLLM_GPU_MEMORY_UTILIZATION:.0%} of {total / GiB:.1f} GiB "
-            "(--gpu-memory-utilization) less the CUDA context"
+            f"{share:.0%} of {total / GiB:.1f} GiB (--gpu-memory-utilization) less the CUDA context"
         )
     usable = total - CUDA_CONTEXT_BYTES
     return usable, f"{total / GiB:.1f} GiB less the CUDA context ({CUDA_CONTEXT_BYTES / GiB:.2f})"
@@ -122,7 +131,7 @@ def _vllm_like(engine: str) -> bool:
 def buffers_bytes(geom: LlmGeometry, context: int, engine: str) -> float:
     """Compute buffers (activations, logits, attention scratch) on one device."""
     if _vllm_like(engine):
-        tokens = min(context, VLLM_PROFILE_MAX_TOKENS)
+        tokens = context if context <= VLLM_PROFILE_MAX_TOKENS else VLLM_CHUNK_TOKENS
         inter = geom.intermediate or 4 * geom.hidden
         if geom.moe:
             inter *= max(1, geom.experts_active)
@@ -200,24 +209,34 @@ def max_context(
     upper: int = 1 << 24,
 ) -> int:
     """The longest context that fits (0: not even one token). Memory grows with the context,
-    so a bisection finds it; what does not depend on the context is computed once."""
-    usable, _ = usable_bytes(device, engine)
-    n = device.count
-    fixed = geom.params_total * quant.bytes_per_weight / n + runtime_bytes(device, engine)
-    per_value = kv_bytes_per_value(kv_cache)
-
-    def fits(context: int) -> bool:
-        kv = geom.kv_bytes(context, per_value, sequences) / n
-        return fixed + kv + buffers_bytes(geom, context, engine) <= usable
-
-    if not fits(1):
+    so a bisection finds it; for vLLM it grows on each side of ``VLLM_PROFILE_MAX_TOKENS``
+    (where the profiled prefill drops to one chunk), so the upper side is tried first."""
+    if _vllm_like(engine) and upper > VLLM_PROFILE_MAX_TOKENS + 1:
+        above = VLLM_PROFILE_MAX_TOKENS + 1
+        if _fits(geom, quant, above, sequences, engine, kv_cache, device):
+            return _bisect(geom, quant, sequences, engine, kv_cache, device, above, upper)
+        upper = VLLM_PROFILE_MAX_TOKENS
+    if not _fits(geom, quant, 1, sequences, engine, kv_cache, device):
         return 0
-    lo, hi = 1, upper
-    if fits(hi):
+    return _bisect(geom, quant, sequences, engine, kv_cache, device, 1, upper)
+
+
+def _bisect(
+    geom: LlmGeometry,
+    quant: Quant,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+    lo: int,
+    hi: int,
+) -> int:
+    """The longest context in ``[lo, hi]`` that fits, ``lo`` fitting."""
+    if _fits(geom, quant, hi, sequences, engine, kv_cache, device):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if fits(mid):
+        if _fits(geom, quant, mid, sequences, engine, kv_cache, device):
             lo = mid
         else:
             hi = mid
