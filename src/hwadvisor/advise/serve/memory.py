@@ -21,6 +21,7 @@ runtime are paid on each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -199,6 +200,28 @@ def _fits(
     return sum(_per_device(geom, quant, context, sequences, engine, kv_cache, device)) <= usable
 
 
+def _fitter(
+    geom: LlmGeometry,
+    quant: Quant,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+) -> Callable[[int], bool]:
+    """:func:`_fits` as a function of the context alone, with what does not depend on the
+    context computed once (a bisection asks it twenty times)."""
+    usable, _ = usable_bytes(device, engine)
+    n = device.count
+    fixed = geom.params_total * quant.bytes_per_weight / n + runtime_bytes(device, engine)
+    per_value = kv_bytes_per_value(kv_cache)
+
+    def fits(context: int) -> bool:
+        kv = geom.kv_bytes(context, per_value, sequences) / n
+        return fixed + kv + buffers_bytes(geom, context, engine) <= usable
+
+    return fits
+
+
 def max_context(
     geom: LlmGeometry,
     quant: Quant,
@@ -211,32 +234,24 @@ def max_context(
     """The longest context that fits (0: not even one token). Memory grows with the context,
     so a bisection finds it; for vLLM it grows on each side of ``VLLM_PROFILE_MAX_TOKENS``
     (where the profiled prefill drops to one chunk), so the upper side is tried first."""
+    fits = _fitter(geom, quant, sequences, engine, kv_cache, device)
     if _vllm_like(engine) and upper > VLLM_PROFILE_MAX_TOKENS + 1:
         above = VLLM_PROFILE_MAX_TOKENS + 1
-        if _fits(geom, quant, above, sequences, engine, kv_cache, device):
-            return _bisect(geom, quant, sequences, engine, kv_cache, device, above, upper)
+        if fits(above):
+            return _bisect(fits, above, upper)
         upper = VLLM_PROFILE_MAX_TOKENS
-    if not _fits(geom, quant, 1, sequences, engine, kv_cache, device):
+    if not fits(1):
         return 0
-    return _bisect(geom, quant, sequences, engine, kv_cache, device, 1, upper)
+    return _bisect(fits, 1, upper)
 
 
-def _bisect(
-    geom: LlmGeometry,
-    quant: Quant,
-    sequences: int,
-    engine: str,
-    kv_cache: str,
-    device: DeviceMemory,
-    lo: int,
-    hi: int,
-) -> int:
+def _bisect(fits: Callable[[int], bool], lo: int, hi: int) -> int:
     """The longest context in ``[lo, hi]`` that fits, ``lo`` fitting."""
-    if _fits(geom, quant, hi, sequences, engine, kv_cache, device):
+    if fits(hi):
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _fits(geom, quant, mid, sequences, engine, kv_cache, device):
+        if fits(mid):
             lo = mid
         else:
             hi = mid
