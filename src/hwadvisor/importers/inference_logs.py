@@ -543,21 +543,21 @@ def parse_fit_params(text: str) -> Parsed:
         figures["free_device_memory"] = int(first.group("free")) * MIB
     device = _first_device(text)
     dev_lines = list(_F_DEVICE.finditer(text))
-    for m in dev_lines:
-        figures["fitted_used"] = figures.get("fitted_used", 0.0) + int(m.group("used")) * MIB
-        figures["layers_offloaded"] = figures.get("layers_offloaded", 0.0) + int(m.group("layers"))
-        if m.group("over"):
-            figures["layers_overflowing"] = figures.get("layers_overflowing", 0.0) + int(
-                m.group("over")
-            )
-        device = device or m.group("name")
+    for dev in dev_lines:
+        figures["fitted_used"] = figures.get("fitted_used", 0.0) + int(dev.group("used")) * MIB
+        layers = int(dev.group("layers"))
+        figures["layers_offloaded"] = figures.get("layers_offloaded", 0.0) + layers
+        if dev.group("over"):
+            over = int(dev.group("over"))
+            figures["layers_overflowing"] = figures.get("layers_overflowing", 0.0) + over
+        device = device or dev.group("name")
     context = None
-    if m := _F_CTX.search(text):
-        figures["context_requested"] = float(m.group("a"))
-        context = int(m.group("b"))
-    if m := _F_ARGS.search(text):
-        context = int(m.group("c"))
-    fits_as_asked = bool(first) and int(first.group("use")) <= int(first.group("free"))
+    if cut := _F_CTX.search(text):
+        figures["context_requested"] = float(cut.group("a"))
+        context = int(cut.group("b"))
+    if args := _F_ARGS.search(text):
+        context = int(args.group("c"))
+    fits_as_asked = first is not None and int(first.group("use")) <= int(first.group("free"))
     changed = bool(dev_lines) or "context_requested" in figures
     note = (
         "fits as asked"
