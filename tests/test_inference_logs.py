@@ -314,3 +314,28 @@ def test_out_writes_calibration_rows_that_read_back_and_never_overwrites(
     assert main(["calibrate-serve", *args, "--out", str(target)]) == 4
     assert target.read_bytes() == before
     assert "already exists" in capsys.readouterr().err
+
+
+def test_timing_lines_compared_on_the_profile_machine() -> None:
+    from hwadvisor.calibrate_serve import Hardware, compare
+
+    log = (
+        "llama_model_loader: loaded meta data with 30 key-value pairs and 147 tensors from "
+        "models/Llama-3.2-1B-Instruct-Q4_K_M.gguf (version GGUF V3 (latest))\n"
+        + (FIX / "llama_print_timings_cpu.log").read_text()
+    )
+    decode = parse_text(log).speed[1]
+    assert decode.quant == "Q4_K_M" and decode.tok_s == 4.43
+    cpu = Hardware("this machine: a CPU", DeviceSpeed(40e9, 1e12, "cpu"))
+    assert compare(decode, []).reason.startswith("no device named: give --profile")
+    c = compare(decode, [cpu])
+    est = estimate_speed(
+        find_llm("llama-3.2-1b"),
+        find_quant("Q4_K_M"),
+        context=510,
+        engine="llama.cpp",
+        device=cpu.speed,
+        rules=load_rules(),
+    )
+    assert c.model == "llama-3.2-1b" and c.hardware == "this machine: a CPU"
+    assert c.ratio == pytest.approx(4.43 / est.per_user_tok_s)

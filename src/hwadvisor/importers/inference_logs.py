@@ -437,6 +437,7 @@ _L_OOM = re.compile(
     r"cudaMalloc failed: out of memory"
 )
 _L_OOM_OTHER = re.compile(r"unable to allocate \S+ buffer|failed to allocate .*buffer", re.I)
+_L_MODEL_FILE = re.compile(r"(?:tensors from |loading model '?)(?P<f>[^'\s]+\.gguf)")
 _L_USING = re.compile(r"using device \S+ \((?P<name>[^)]+)\)")
 _L_TIMING = re.compile(
     rf"(?P<tag>llama_perf_context_print|llama_print_timings|print_timings):\s*"
@@ -453,6 +454,7 @@ def parse_llama_cpp(text: str) -> Parsed:
     device = _first_device(text)
     if device is None and (m := _L_USING.search(text)):
         device = m.group("name").strip()
+    model_file = m.group("f") if (m := _L_MODEL_FILE.search(text)) else None
     for number, line in enumerate(text.splitlines(), start=1):
         if m := _L_TIMING.search(line):
             out.speed.append(
@@ -461,6 +463,8 @@ def parse_llama_cpp(text: str) -> Parsed:
                     phase="prefill" if m.group("what") == "prompt eval" else "decode",
                     tokens=int(m.group("n")),
                     tok_s=float(m.group("ts")),
+                    model_file=model_file,
+                    quant=gguf_quant(model_file or ""),
                     device=device,
                     line=number,
                 )
