@@ -1080,6 +1080,85 @@ def report(
 
 
 @app.command(
+    "calibrate-serve",
+    epilog=epilog(
+        [
+            "hwadvisor calibrate-serve bench.md               # llama-bench: measured vs predicted",
+            "hwadvisor calibrate-serve vllm.log server.log     # vLLM / llama.cpp memory records",
+            "hwadvisor calibrate-serve run.log -p box.json     # the run was on this scanned box",
+            "hwadvisor calibrate-serve bench.csv --out mine.toml  # rows for your own calibration",
+        ],
+        [ExitStatus.INPUT_ERROR, ExitStatus.IO_ERROR],
+    ),
+)
+def calibrate_serve(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE...",
+            help="Saved output of llama-bench (table, CSV, JSON), llama.cpp or Ollama logs, "
+            "llama-fit-params or vLLM start-up logs.",
+            show_default=False,
+        ),
+    ],
+    profile: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--profile",
+            "-p",
+            metavar="FILE.json",
+            dir_okay=False,
+            help="The scanned machine the runs were on: its measured figures for records that "
+            "name no device.",
+        ),
+    ] = None,
+    json_out: Annotated[
+        Optional[str],
+        typer.Option("--json", metavar="PATH|-", help="The records as JSON, to PATH or '-'."),
+    ] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out",
+            metavar="FILE.toml",
+            dir_okay=False,
+            help="Also write the records as calibration rows ([[speed]], [[memory]]); never "
+            "overwrites a file.",
+        ),
+    ] = None,
+) -> None:
+    """Read what inference tools printed; compare measured speeds with the serving model.
+
+    Each file is recognised by its content; one that is not is skipped with the reason. Each
+    measured speed is compared (measured/predicted) with the serving model's estimate for the
+    same model, quant and engine on the GPU named in the output (catalog peak figures) or the
+    --profile machine (measured figures)."""
+    from hwadvisor import calibrate_serve as cs
+    from hwadvisor.errors import InputError
+    from hwadvisor.render.jsonio import write_new_file
+
+    results = cs.read_files(files)
+    if not any(r.parsed for r in results):
+        reasons = "; ".join(f"{r.path}: {r.error}" for r in results)
+        raise InputError(f"no file could be read: {reasons}")
+    machine: list[cs.Hardware] = []
+    if profile is not None:
+        from hwadvisor.model.load import load_profile
+
+        machine = cs.machine_from_profile(load_profile(profile))
+    comparisons = [cs.compare(rec, machine) for r in results if r.parsed for rec in r.parsed.speed]
+    if json_out == "-":
+        sys.stdout.write(cs.to_json(results, comparisons))
+    else:
+        if json_out is not None:
+            write_new_file(Path(json_out), cs.to_json(results, comparisons))
+        sys.stdout.write(cs.render_text(results, comparisons))
+    if out is not None:
+        write_new_file(out, cs.to_calibration_toml(results, comparisons))
+        _stderr().print(f"Calibration rows written to [bold]{_escape(str(out))}[/bold]")
+
+
+@app.command(
     epilog=epilog(
         [
             "hwadvisor diff before.json after.json",
