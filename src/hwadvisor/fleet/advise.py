@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from hwadvisor.errors import InputError
+from hwadvisor.errors import InputError, UsageError
 from hwadvisor.fleet.queries import STALE_DAYS, outliers
 from hwadvisor.fleet.store import Fleet
 
@@ -86,20 +86,10 @@ def _held_back(fleet: Fleet, now: datetime | None) -> dict[str, list[str]]:
     return out
 
 
-def rank(
-    fleet: Fleet,
-    workload: Any,
-    *,
-    rules: Any = None,
-    deadline_hours: float | None = None,
-    now: datetime | None = None,
-) -> tuple[list[Ranked], int]:
-    """Every host with the estimate for ``workload``, best first; and the configurations run.
-    Hosts held back (findings, or a scan older than STALE_DAYS before ``now``) never meet it."""
-    from hwadvisor.advise import advise
-    from hwadvisor.model.load import parse_profile
-
-    groups = fleet.query(
+def _groups(fleet: Fleet) -> list[dict[str, Any]]:
+    """One row per configuration: its hosts (keys, names), how many, and the scan of the member
+    with the median measured figure, which stands for them all."""
+    return fleet.query(
         f"""
         WITH h AS (
             SELECT host_key, hostname, scan_id, {_CONFIG} AS config,
@@ -116,7 +106,10 @@ def rank(
         FROM ranked GROUP BY config
         """
     )
-    held = _held_back(fleet, now)
+
+
+def _flagged(fleet: Fleet) -> dict[str, str]:
+    """Host → its worst outlier device, said in words."""
     flagged: dict[str, str] = {}
     for o in outliers(fleet):
         worst = max(o.figures, key=lambda f: f["drop"])
@@ -124,6 +117,25 @@ def rank(
             o.host_key,
             f"{o.device} measured {worst['drop']:.0%} below identical {o.model} in the fleet",
         )
+    return flagged
+
+
+def rank(
+    fleet: Fleet,
+    workload: Any,
+    *,
+    rules: Any = None,
+    deadline_hours: float | None = None,
+    now: datetime | None = None,
+) -> tuple[list[Ranked], int]:
+    """Every host with the estimate for ``workload``, best first; and the configurations run.
+    Hosts held back (findings, or a scan older than STALE_DAYS before ``now``) never meet it."""
+    from hwadvisor.advise import advise
+    from hwadvisor.model.load import parse_profile
+
+    groups = _groups(fleet)
+    held = _held_back(fleet, now)
+    flagged = _flagged(fleet)
     out: list[Ranked] = []
     for group in groups:
         blob = fleet.scalar("SELECT doc FROM scans WHERE scan_id = ?", [group["representative"]])
@@ -164,6 +176,179 @@ def rank(
             bool(r.held_back),
             r.seconds is None,
             r.seconds or 0.0,
+            r.hostname or r.host_key,
+        )
+    )
+    return out, len(groups)
+
+
+# --- Serving a model: ``fleet advise --serve MODEL`` ------------------------------------------
+
+#: The order hosts are ranked in, by what their estimate says (held-back hosts come after all).
+SERVES, TOO_SLOW, NO_FIT, NO_ESTIMATE = range(4)
+
+
+@dataclass
+class ServeRanked:
+    """One host serving a model: its configuration's estimate, and whether it counts."""
+
+    host_key: str
+    hostname: str | None
+    configuration: str
+    hardware: str
+    fits_memory: bool | None
+    memory_needed_bytes: int | None
+    memory_usable_bytes: int | None
+    decode_tok_s: float | None
+    """One user's decode speed, alone."""
+    per_user_tok_s: float | None
+    """Each user's decode speed with ``users`` at once."""
+    prefill_tok_s: float | None
+    throughput_tok_s: float | None
+    users_at_target: int | None
+    measured: bool
+    """The speed is from the host's measured bandwidth and FLOPs (else catalog peaks)."""
+    serves: bool
+    """Holds the model and gives every user the target speed, and is not held back."""
+    verdict: str
+    """serves it, too slow (each user gets less than the target), too few users (the target
+    speed for fewer than ``users``), does not fit, no estimate; a host that would serve it but is
+    held back: not ready (a health finding) or not confirmed (a stale scan)."""
+    held_back: list[str]
+    shared_with: int
+    outlier: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    rank_class: int = NO_ESTIMATE
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        del out["rank_class"]
+        return out
+
+
+def serve_request(model: str, **given: Any) -> tuple[Any, str, str]:
+    """The ``ServeRequest`` of ``--serve MODEL`` (a preset's fields, then the options given),
+    with the model's name and quantization, checked now: a bad engine, number, model or
+    quantization is a usage error before any host is read."""
+    from hwadvisor.advise.serving import PRESETS, ServeRequest
+
+    fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
+    fields.update({k: v for k, v in given.items() if v is not None})
+    request = ServeRequest(**fields)
+    return (request, *check_serve_request(request))
+
+
+def check_serve_request(request: Any) -> tuple[str, str]:
+    """The model's name and the quantization ``serve_advice`` will use; raises what it would."""
+    import math
+
+    from hwadvisor.advise.serve.quant import find_quant
+    from hwadvisor.advise.serving import ENGINES, _default_quant, _geometry
+
+    if request.engine not in ENGINES:
+        raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
+    for name, value in (("--context", request.context), ("--users", request.users)):
+        if value < 1:
+            raise UsageError(f"{name} must be at least 1, got {value}")
+    if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
+        raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
+    geom, file_quant = _geometry(request.model)
+    quant = find_quant(request.quant or file_quant or _default_quant(request.engine))
+    return geom.name, quant.name
+
+
+def _serve_verdict(e: Any, users: int) -> tuple[int, str]:
+    if not e.fits_memory:
+        return NO_FIT, "does not fit"
+    if e.meets_target:
+        return SERVES, "serves it"
+    if users > 1 and e.users_at_target and e.users_at_target < users:
+        return TOO_SLOW, "too few users"
+    return TOO_SLOW, "too slow"
+
+
+def rank_serve(
+    fleet: Fleet, request: Any, *, now: datetime | None = None
+) -> tuple[list[ServeRanked], int]:
+    """Every host with its configuration's serving estimate for ``request`` (a ``ServeRequest``),
+    best first, and the configurations estimated. Only each host's own hardware is estimated
+    (``serve_advice``'s ``this_machine``). Order: the hosts that serve it at the target (fastest
+    per user, then most throughput), those that hold it but are too slow, those it does not fit,
+    those without an estimate; hosts held back (findings, or a scan older than STALE_DAYS before
+    ``now``) last, whatever their estimate, and never counted as serving it."""
+    from hwadvisor.advise.pricing import builtin_prices
+    from hwadvisor.advise.serving import serve_advice
+    from hwadvisor.model.load import parse_profile
+
+    groups = _groups(fleet)
+    held = _held_back(fleet, now)
+    flagged = _flagged(fleet)
+    prices = builtin_prices()
+    out: list[ServeRanked] = []
+    for group in groups:
+        members = list(zip(group["keys"], group["names"], strict=True))
+        blob = fleet.scalar("SELECT doc FROM scans WHERE scan_id = ?", [group["representative"]])
+        unreadable = ""
+        try:
+            profile = parse_profile(zlib.decompress(blob).decode("utf-8"), "stored profile")
+        except (InputError, zlib.error, UnicodeDecodeError) as exc:
+            profile, unreadable = None, f"stored profile unreadable: {exc}"
+        e = serve_advice(profile, request, prices).this_machine if profile else None
+        for key, name in members:
+            why = held.get(key, [])
+            row = ServeRanked(
+                host_key=key,
+                hostname=name,
+                configuration=group["config"],
+                hardware="?",
+                fits_memory=None,
+                memory_needed_bytes=None,
+                memory_usable_bytes=None,
+                decode_tok_s=None,
+                per_user_tok_s=None,
+                prefill_tok_s=None,
+                throughput_tok_s=None,
+                users_at_target=None,
+                measured=False,
+                serves=False,
+                verdict="no estimate",
+                held_back=why,
+                shared_with=group["members"],
+                outlier=flagged.get(key),
+            )
+            if profile is None:
+                row.reasons = [unreadable]
+            elif e is None:
+                row.reasons = [
+                    "no estimate: the scan has neither a GPU the catalog knows nor measured "
+                    "memory bandwidth (run `hwadvisor scan` with benchmarks)"
+                ]
+            else:
+                cls, verdict = _serve_verdict(e, request.users)
+                row.hardware = e.hardware.removeprefix("this machine: ")
+                row.fits_memory = e.fits_memory
+                row.memory_needed_bytes = e.memory_needed_bytes
+                row.memory_usable_bytes = e.memory_available_bytes
+                row.decode_tok_s = e.decode_tok_s
+                row.per_user_tok_s = e.per_user_tok_s
+                row.prefill_tok_s = e.prefill_tok_s
+                row.throughput_tok_s = e.throughput_tok_s
+                row.users_at_target = e.users_at_target
+                row.measured = e.measured
+                row.rank_class = cls
+                row.verdict = verdict
+                row.serves = cls == SERVES and not why
+                if why and cls == SERVES:
+                    stale_only = all(w.startswith("last scanned") for w in why)
+                    row.verdict = "not confirmed" if stale_only else "not ready"
+                row.reasons = list(e.suggestions)
+            out.append(row)
+    out.sort(
+        key=lambda r: (
+            bool(r.held_back),
+            r.rank_class,
+            -(r.per_user_tok_s or 0.0),
+            -(r.throughput_tok_s or 0.0),
             r.hostname or r.host_key,
         )
     )

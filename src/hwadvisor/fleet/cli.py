@@ -643,29 +643,95 @@ def forget(
         [
             "hwadvisor fleet advise --workload llm-7b-lora",
             "hwadvisor fleet advise profiles/ -w resnet50-imagenet --limit 10",
+            "hwadvisor fleet advise --serve llama-3.1-8b --quant Q4_K_M",
+            "hwadvisor fleet advise --serve llama-3.1-70b --engine vllm --users 32",
         ],
         _READS,
     )
 )
 def advise(
     workload: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--workload", "-w", metavar="NAME", help="A preset (see `hwadvisor workloads`)."
         ),
-    ],
+    ] = None,
     sources: Sources = None,
     db: Db = None,
     deadline: DeadlineOpt = None,
     limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, help="Rows to print.")] = 30,
     as_json: AsJson = False,
+    serve: Annotated[
+        str | None,
+        typer.Option(
+            "--serve",
+            metavar="MODEL",
+            help="Rank for serving a model instead of training (as `hwadvisor advise --serve`): "
+            "a catalog model, a local config.json/GGUF/safetensors file or a preset.",
+        ),
+    ] = None,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            metavar="Q",
+            help="With --serve: the weights' quantization (default: Q4_K_M for llama.cpp "
+            "and Ollama, else bf16).",
+        ),
+    ] = None,
+    context: Annotated[
+        int | None,
+        typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="ENGINE",
+            help="With --serve: llama.cpp (default), ollama, vllm, mlx, transformers, "
+            "tensorrt-llm.",
+        ),
+    ] = None,
+    users: Annotated[
+        int | None,
+        typer.Option("--users", metavar="N", help="With --serve: users at once (1)."),
+    ] = None,
+    target_tok_s: Annotated[
+        float | None,
+        typer.Option(
+            "--target-tok-s",
+            metavar="X",
+            help="With --serve: the decode speed each user must get, tokens/s (10).",
+        ),
+    ] = None,
 ) -> None:
-    """Rank the machines by how well they serve a workload.
+    """Rank the machines by how well they serve a workload, or a model (--serve).
 
-    Says which machines meet the workload, ranked by time-to-train. Hosts of identical
-    hardware share one estimate; a host measured as a degraded outlier is named."""
-    from hwadvisor.advise import load_rules
+    Says which machines meet the workload, ranked by time-to-train; with --serve MODEL, which
+    machines serve the model at the target speed per user, ranked by decode speed. Hosts of
+    identical hardware share one estimate; a host measured as a degraded outlier is named."""
     from hwadvisor.errors import UsageError
+
+    serve_only = {
+        "--quant": quant,
+        "--context": context,
+        "--engine": engine,
+        "--users": users,
+        "--target-tok-s": target_tok_s,
+    }
+    if serve is not None:
+        if workload is not None:
+            raise UsageError("--serve and --workload: give one (serving a model, or training)")
+        if deadline is not None:
+            raise UsageError("--deadline is for training (--workload), not --serve")
+        _advise_serve(serve, serve_only, sources, db, limit, as_json)
+        return
+    given = [name for name, value in serve_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} size inference: give --serve MODEL too")
+    if workload is None:
+        raise UsageError("give --workload NAME (training) or --serve MODEL (inference)")
+    from hwadvisor.advise import load_rules
     from hwadvisor.fleet.advise import rank
     from hwadvisor.units import human_duration
     from hwadvisor.workloads import WorkloadError, get_workload
@@ -710,6 +776,87 @@ def advise(
         if r.held_back:
             meets = f"[red]{r.verdict}[/red]: {escape_text('; '.join(r.held_back))}"
         table.add_row(name, escape_text(hardware), when, fits, meets)
+    con.print(table)
+    if len(ranked) > limit:
+        con.print(f"… {len(ranked) - limit:,} more hosts (--limit, or --json for all)")
+
+
+def _tok(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def _advise_serve(
+    model: str,
+    given: dict[str, Any],
+    sources: list[Path] | None,
+    db: Path | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """``fleet advise --serve MODEL``: every host's answer for serving the model."""
+    from hwadvisor.fleet.advise import rank_serve, serve_request
+
+    options = {k.lstrip("-").replace("-", "_"): v for k, v in given.items()}
+    request, name, quant = serve_request(model, **options)
+    fleet, _ = _open(sources, db)
+    with fleet:
+        ranked, configs = rank_serve(fleet, request, now=_now())
+    serving = sum(r.serves for r in ranked)
+    if as_json:
+        doc = {
+            "model": name,
+            "quant": quant,
+            "context": request.context,
+            "engine": request.engine,
+            "users": request.users,
+            "target_tok_s": request.target_tok_s,
+            "hosts": len(ranked),
+            "serve": serving,
+            "configurations": configs,
+            "ranking": [r.as_dict() for r in ranked],
+        }
+        typer.echo(json.dumps(doc, indent=2, allow_nan=False))
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(
+        f"[bold]{escape_text(name)}[/bold]: {serving:,} of {len(ranked):,} hosts serve it at "
+        f"≥ {request.target_tok_s:g} tok/s per user ({configs:,} configurations estimated)"
+    )
+    con.print(
+        f"[dim]{escape_text(quant)}, {request.context:,}-token context, "
+        f"{escape_text(request.engine)}, {request.users:,} "
+        f"{'user' if request.users == 1 else 'users'} at once[/dim]"
+    )
+    table = Table(
+        "host", "hardware", "fits", "decode\ntok/s", "users at\ntarget", "verdict", box=None
+    )
+    gb = 1e9
+    for r in ranked[:limit]:
+        host = escape_text(r.hostname or r.host_key)
+        if r.outlier:
+            host += " [yellow](outlier)[/yellow]"
+        fits = {True: "yes", False: "no", None: "?"}[r.fits_memory]
+        verdict = escape_text(r.verdict)
+        if r.serves:
+            verdict = f"[green]{verdict}[/green]"
+        elif r.held_back:
+            verdict = f"[red]{verdict}[/red]: {escape_text('; '.join(r.held_back))}"
+        elif r.fits_memory is False and r.memory_needed_bytes and r.memory_usable_bytes:
+            needed, usable = r.memory_needed_bytes / gb, r.memory_usable_bytes / gb
+            verdict = f"needs {_tok(needed)} GB, {_tok(usable)} usable"
+        elif r.verdict == "too few users":
+            verdict = f"{r.users_at_target} of {request.users} users"
+        elif r.fits_memory is None and r.reasons:
+            verdict += f": {escape_text(r.reasons[0])}"
+        users_cell = "—"
+        if r.fits_memory and r.users_at_target is not None:
+            users_cell = f"{r.users_at_target:,}"
+        hardware = r.hardware.replace("NVIDIA ", "").replace("GeForce ", "")
+        table.add_row(host, escape_text(hardware), fits, _tok(r.decode_tok_s), users_cell, verdict)
     con.print(table)
     if len(ranked) > limit:
         con.print(f"… {len(ranked) - limit:,} more hosts (--limit, or --json for all)")
