@@ -115,9 +115,9 @@ def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware
 
 def machine_from_profile(profile: Profile) -> list[Hardware]:
     """The profile's devices as the serving advice sees them (measured bandwidth and FLOPs)."""
-    from hwadvisor.advise.serving import _this_machine
+    from hwadvisor.advise.serving import machine_options
 
-    return [Hardware(c.hardware, c.speed) for c in _this_machine(profile)]
+    return [Hardware(c.hardware, c.speed) for c in machine_options(profile)]
 
 
 def compare(record: SpeedRecord, machine: list[Hardware]) -> Comparison:

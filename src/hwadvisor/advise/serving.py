@@ -83,7 +83,8 @@ class ServeRequest:
     gpus: int = 1
 
 
-def _geometry(model: str) -> tuple[LlmGeometry, str | None]:
+def model_geometry(model: str) -> tuple[LlmGeometry, str | None]:
+    """The model's shape (and the quantization a file names) from a name or a local file."""
     path = Path(model)
     if path.suffix.lower() in (".gguf", ".json", ".safetensors") or path.is_file():
         from hwadvisor.importers.modelfile import geometry_from_file
@@ -94,7 +95,8 @@ def _geometry(model: str) -> tuple[LlmGeometry, str | None]:
     return find_llm(model), None
 
 
-def _default_quant(engine: str) -> str:
+def default_quant(engine: str) -> str:
+    """The quantization an engine runs when none is named."""
     return "Q4_K_M" if engine in ("llama.cpp", "ollama") else "bf16"
 
 
@@ -151,7 +153,9 @@ def _apple(profile: Profile) -> bool:
     return (profile.platform.os.value or "").lower() in ("darwin", "macos")
 
 
-def _this_machine(profile: Profile) -> list[_Candidate]:
+def machine_options(profile: Profile) -> list[_Candidate]:
+    """This machine as serving options: its GPUs, and its CPU with its RAM (measured figures
+    where the scan has them)."""
     out: list[_Candidate] = []
     gpus = [g for g in profile.gpus if g.vram_total_bytes.value and not g.lost]
     if gpus:
@@ -358,10 +362,10 @@ def serve_advice(
     if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
         raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
     prices = prices or builtin_prices()
-    geom, file_quant = _geometry(request.model)
-    quant = find_quant(request.quant or file_quant or _default_quant(request.engine))
+    geom, file_quant = model_geometry(request.model)
+    quant = find_quant(request.quant or file_quant or default_quant(request.engine))
     family = getattr(quant, "family", "float")
-    candidates = _this_machine(profile)
+    candidates = machine_options(profile)
     for name in request.assume_gpu:
         row = find_gpu_peak(name, None, fallback=False)
         if row is None:

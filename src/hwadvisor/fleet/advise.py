@@ -243,7 +243,7 @@ def check_serve_request(request: Any) -> tuple[str, str]:
     import math
 
     from hwadvisor.advise.serve.quant import find_quant
-    from hwadvisor.advise.serving import ENGINES, _default_quant, _geometry
+    from hwadvisor.advise.serving import ENGINES, default_quant, model_geometry
 
     if request.engine not in ENGINES:
         raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
@@ -252,8 +252,8 @@ def check_serve_request(request: Any) -> tuple[str, str]:
             raise UsageError(f"{name} must be at least 1, got {value}")
     if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
         raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
-    geom, file_quant = _geometry(request.model)
-    quant = find_quant(request.quant or file_quant or _default_quant(request.engine))
+    geom, file_quant = model_geometry(request.model)
+    quant = find_quant(request.quant or file_quant or default_quant(request.engine))
     return geom.name, quant.name
 
 
