@@ -138,3 +138,10 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], said: str, capsys: An
     assert main(["advise", "-p", str(PROFILE), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert said in err and "Traceback" not in err
+
+
+def test_a_profile_without_measurements_says_this_machine_is_not_sized(capsys: Any) -> None:
+    unmeasured = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+    assert main(["advise", "-p", str(unmeasured), "--serve", "llama3-8b-chat"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "This machine: not sized" in out and "hwadvisor scan" in out

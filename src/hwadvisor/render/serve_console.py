@@ -66,7 +66,12 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
             + (f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else "")
         )
     h = a.this_machine
-    if h is not None:
+    if h is None:
+        lines.append(
+            "This machine: not sized — its profile has no measured memory bandwidth "
+            "(`hwadvisor scan` measures it)."
+        )
+    else:
         fit = (
             f"fits ({_gib(h.memory_needed_bytes)} of {_gib(h.memory_available_bytes)})"
             if h.fits_memory
