@@ -145,3 +145,11 @@ def test_a_profile_without_measurements_says_this_machine_is_not_sized(capsys: A
     assert main(["advise", "-p", str(unmeasured), "--serve", "llama3-8b-chat"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "This machine: not sized" in out and "hwadvisor scan" in out
+
+
+def test_a_machine_that_serves_it_is_told_so_before_any_purchase(capsys: Any) -> None:
+    assert main(["advise", "-p", str(PROFILE), "--serve", "llama3-8b-chat"]) == 0
+    lines = " ".join(capsys.readouterr().out.split())
+    here = lines.index("serves it, nothing to buy")
+    assert "Recommended:" not in lines
+    assert here < lines.index("Cheapest other option that serves it:")

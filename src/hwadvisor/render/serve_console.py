@@ -54,20 +54,25 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         )
     else:
         lines.append(f"Scenario {a.scenario_class}: {_CLASS[a.scenario_class]}.")
+    h = a.this_machine
+    here_serves = h is not None and h.meets_target
     r = a.recommendation
+    option = None
     if r is not None:
-        buy = _money(r.purchase_cost, a.currency)
+        buy = (
+            f"{_money(r.purchase_cost, a.currency)} to buy"
+            if r.purchase_cost is not None
+            else "no purchase price in the catalog"
+        )
         rent = (
             f", rent as {r.rent_as} at {_money(r.hourly_cost, a.currency)}/h" if r.rent_as else ""
         )
         per_m = r.cost_per_million_tokens_rented
-        lines.append(
-            f"Recommended: {r.hardware} — {buy}{rent}; {_speed(r)}"
-            + (f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else "")
+        option = f"{r.hardware} — {buy}{rent}; {_speed(r)}" + (
+            f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else ""
         )
-    h = a.this_machine
     if h is None:
-        lines.append(
+        machine = (
             "This machine: not sized — its profile has no measured memory bandwidth "
             "(`hwadvisor scan` measures it)."
         )
@@ -78,12 +83,21 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
             else f"does not fit ({_gib(h.memory_needed_bytes)} needed, "
             f"{_gib(h.memory_available_bytes)} usable)"
         )
-        ok = "serves it" if h.meets_target else "is not enough"
-        lines.append(
-            f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}"
-            + (f", {_speed(h)}" if h.fits_memory else "")
+        ok = "serves it, nothing to buy" if here_serves else "is not enough"
+        machine = f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}" + (
+            f", {_speed(h)}" if h.fits_memory else ""
         )
-        lines += [f"  - {s}" for s in h.suggestions[:3]]
+    if here_serves:
+        # Nothing to buy: this machine first, the cheapest option as the alternative.
+        lines.append(machine)
+        if option is not None:
+            lines.append(f"Cheapest other option that serves it: {option}")
+    else:
+        if option is not None:
+            lines.append(f"Recommended: {option}")
+        lines.append(machine)
+        if h is not None:
+            lines += [f"  - {s}" for s in h.suggestions[:3]]
     return lines
 
 
