@@ -265,6 +265,9 @@ def test_the_cli_json_has_every_host(tmp_path: Path, capsys: Any) -> None:
         (["--serve", "llama-3.1-8b", "--target-tok-s", "nan"], "--target-tok-s"),
         (["--serve", "no-such-model-xyz"], "no-such-model-xyz"),
         (["--serve", "llama-3.1-8b", "--quant", "Q9_Z"], "Q9_Z"),
+        (["--serve", "llama-3.1-8b", "--kv-cache", "q3"], "'q3'"),
+        (["--serve", "llama-3.1-8b", "--prompt-tokens", "0"], "--prompt-tokens"),
+        (["-w", "resnet50-imagenet", "--kv-cache", "fp8"], "--kv-cache size inference"),
     ],
 )
 def test_bad_command_lines_are_usage_errors(
@@ -275,3 +278,20 @@ def test_bad_command_lines_are_usage_errors(
     assert code == 2, (out, err)
     assert said in err and "Traceback" not in err
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_a_smaller_kv_cache_needs_less_memory_on_every_host(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "p"
+    fs.write(folder, iter(_fleet_docs()))
+    needed = {}
+    for kv in ("f16", "q4_0"):
+        args = [str(folder), "--serve", "llama-3.1-8b", "--context", "32768", "--kv-cache", kv]
+        code, out, _ = _cli([*args, "--json"], capsys)
+        assert code == 0
+        rows = json.loads(out)["ranking"]
+        needed[kv] = {r["hostname"]: r["memory_needed_bytes"] for r in rows}
+    assert needed["f16"].keys() == needed["q4_0"].keys()
+    for host, small in needed["q4_0"].items():
+        if small is not None:
+            # 32k tokens of Llama 3.1 8B's KV cache: 4 GiB at f16, under a third of it at q4_0.
+            assert needed["f16"][host] - small > 2.5 * 2**30, host

@@ -350,20 +350,31 @@ def _cost_key(e: InferenceEstimate) -> tuple[bool, float, float]:
     return (price == math.inf and hourly == math.inf, price, hourly)
 
 
-def serve_advice(
-    profile: Profile, request: ServeRequest, prices: Prices | None = None
-) -> InferenceAdvice:
-    """The whole inference answer for ``request`` on the machine of ``profile``."""
+def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
+    """The model's shape and the quantization the answer will use; a bad engine, number,
+    model, quantization or KV-cache type is a usage error (exit 2), raised before any work."""
     if request.engine not in ENGINES:
         raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
-    for name, value in (("--context", request.context), ("--users", request.users)):
+    for name, value in (
+        ("--context", request.context),
+        ("--users", request.users),
+        ("--prompt-tokens", request.prompt_tokens),
+    ):
         if value < 1:
             raise UsageError(f"{name} must be at least 1, got {value}")
     if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
         raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
-    prices = prices or builtin_prices()
+    kv_bytes_per_value(request.kv_cache)  # an unknown KV-cache type is refused here
     geom, file_quant = model_geometry(request.model)
-    quant = find_quant(request.quant or file_quant or default_quant(request.engine))
+    return geom, find_quant(request.quant or file_quant or default_quant(request.engine))
+
+
+def serve_advice(
+    profile: Profile, request: ServeRequest, prices: Prices | None = None
+) -> InferenceAdvice:
+    """The whole inference answer for ``request`` on the machine of ``profile``."""
+    geom, quant = check_request(request)
+    prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
     candidates = machine_options(profile)
     for name in request.assume_gpu:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from hwadvisor.errors import InputError, UsageError
+from hwadvisor.errors import InputError
 from hwadvisor.fleet.queries import STALE_DAYS, outliers
 from hwadvisor.fleet.store import Fleet
 
@@ -240,20 +240,9 @@ def serve_request(model: str, **given: Any) -> tuple[Any, str, str]:
 
 def check_serve_request(request: Any) -> tuple[str, str]:
     """The model's name and the quantization ``serve_advice`` will use; raises what it would."""
-    import math
+    from hwadvisor.advise.serving import check_request
 
-    from hwadvisor.advise.serve.quant import find_quant
-    from hwadvisor.advise.serving import ENGINES, default_quant, model_geometry
-
-    if request.engine not in ENGINES:
-        raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
-    for name, value in (("--context", request.context), ("--users", request.users)):
-        if value < 1:
-            raise UsageError(f"{name} must be at least 1, got {value}")
-    if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
-        raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
-    geom, file_quant = model_geometry(request.model)
-    quant = find_quant(request.quant or file_quant or default_quant(request.engine))
+    geom, quant = check_request(request)
     return geom.name, quant.name
 
 

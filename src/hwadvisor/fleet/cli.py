@@ -704,6 +704,22 @@ def advise(
             help="With --serve: the decode speed each user must get, tokens/s (10).",
         ),
     ] = None,
+    prompt_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--prompt-tokens",
+            metavar="N",
+            help="With --serve: prompt length for the time to first token (512).",
+        ),
+    ] = None,
+    kv_cache: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-cache",
+            metavar="TYPE",
+            help="With --serve: the KV cache's precision: f16 (default), fp8, q8_0, q4_0.",
+        ),
+    ] = None,
 ) -> None:
     """Rank the machines by how well they serve a workload, or a model (--serve).
 
@@ -718,6 +734,8 @@ def advise(
         "--engine": engine,
         "--users": users,
         "--target-tok-s": target_tok_s,
+        "--prompt-tokens": prompt_tokens,
+        "--kv-cache": kv_cache,
     }
     if serve is not None:
         if workload is not None:
