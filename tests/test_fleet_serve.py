@@ -117,7 +117,9 @@ def test_a_70b_model_in_bf16_on_vllm_fits_only_the_eight_gpu_hosts(tmp_path: Pat
 
 def test_too_few_users_is_said_and_ranked_after_those_that_serve(tmp_path: Path) -> None:
     docs = [_node(2, "single-gpu", RTX3080), _node(3, "eight-gpu", A100_80)]
-    ranked, _ = _rank(tmp_path, docs, "llama-3.1-8b", quant="Q4_K_M", users=200)
+    # 200 users at once: a serving engine splitting each layer over the 8 GPUs (tensor parallel);
+    # llama.cpp's layer split reads the GPUs in turn and would not reach it.
+    ranked, _ = _rank(tmp_path, docs, "llama-3.1-8b", quant="bf16", engine="vllm", users=200)
     got = _by_name(ranked)
     assert got[A100].serves
     rtx = got[RTX]

@@ -210,3 +210,17 @@ def test_serve_model_toml_is_a_fresh_fit() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_layer_split_decodes_no_faster_than_one_gpu_tensor_parallel_does() -> None:
+    one = DeviceSpeed(bandwidth_bytes_s=3.35e12, flops_s=990e12, kind="gpu")
+    eight = DeviceSpeed(
+        bandwidth_bytes_s=3.35e12, flops_s=990e12, kind="gpu", count=8, link_bytes_s=900e9
+    )
+    for engine, faster in (("llama.cpp", False), ("ollama", False), ("vllm", True)):
+        single = estimate_speed(LLAMA_8B, Q4, context=4096, engine=engine, device=one)
+        split = estimate_speed(LLAMA_8B, Q4, context=4096, engine=engine, device=eight)
+        if faster:
+            assert split.decode_tok_s > 2 * single.decode_tok_s, engine
+        else:
+            assert split.decode_tok_s == pytest.approx(single.decode_tok_s), engine

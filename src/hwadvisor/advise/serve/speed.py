@@ -10,7 +10,9 @@
   ``1 - (1 - k/E)^users`` of its experts) and each sequence's KV; it is bounded below by the
   compute of ``2 x params_active x users`` FLOPs;
 - partial CPU offload: the offloaded share of the bytes is read at the RAM bandwidth;
-- tensor parallel: the bandwidth and FLOPs of ``count`` devices times a link factor.
+- tensor parallel (the vLLM family): the bandwidth and FLOPs of ``count`` devices times a link
+  factor; layer split (llama.cpp, Ollama, MLX, transformers): the layers run one device after
+  another, so a token takes as long as on one device (the memory of all of them holds it).
 
 The efficiencies are general rules (per engine family x quant family x phase) fitted by
 ``scripts/fit_serve.py`` on ``catalog/serve_calibration.toml`` and read from
@@ -186,7 +188,9 @@ def estimate_speed(
     if geom.moe:
         eff_d *= rules.moe.get(family, 1.0)
     overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
-    scale = _scale(device)
+    # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
+    # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
+    scale = _scale(device) if family == "vllm" else 1.0
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
     flops = device.flops_s * scale * eff_p
     offload = min(max(offload_fraction, 0.0), 1.0)
