@@ -24,18 +24,27 @@ from hwadvisor import __version__
 from hwadvisor.cliopts import (
     BaseBitsOpt,
     CheckpointingOpt,
+    ContextOpt,
     DeadlineOpt,
+    EngineOpt,
     EvalOpt,
+    KvCacheOpt,
     KwhOpt,
     LabelOpt,
     LoraRankOpt,
     MethodOpt,
     MicroBatchOpt,
     OptimizerOpt,
+    PromptTokensOpt,
+    QuantOpt,
     QuietOpt,
+    TargetTokOpt,
     TorchPythonOpt,
+    UsersOpt,
     VocabOpt,
+    refuse_serve_options,
     scan_labels,
+    serve_options,
 )
 from hwadvisor.errors import HwAdvisorError, Interrupted, UsageError
 from hwadvisor.exitcodes import ExitStatus, epilog
@@ -735,56 +744,13 @@ def advise(
             "gpt-oss-20b-local, qwen3-30b-a3b-local.",
         ),
     ] = None,
-    quant: Annotated[
-        Optional[str],
-        typer.Option(
-            "--quant",
-            metavar="Q",
-            help="With --serve: the weights' quantization (Q4_K_M, Q8_0, F16, MXFP4, bf16, "
-            "fp8, AWQ, ...). Default: Q4_K_M for llama.cpp and Ollama, else bf16.",
-        ),
-    ] = None,
-    context: Annotated[
-        Optional[int],
-        typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
-    ] = None,
-    engine: Annotated[
-        Optional[str],
-        typer.Option(
-            "--engine",
-            metavar="ENGINE",
-            help="With --serve: llama.cpp (default), ollama, vllm, mlx, transformers, "
-            "tensorrt-llm.",
-        ),
-    ] = None,
-    users: Annotated[
-        Optional[int],
-        typer.Option("--users", metavar="N", help="With --serve: users at once (1)."),
-    ] = None,
-    target_tok_s: Annotated[
-        Optional[float],
-        typer.Option(
-            "--target-tok-s",
-            metavar="X",
-            help="With --serve: the decode speed each user must get, tokens/s (10).",
-        ),
-    ] = None,
-    prompt_tokens: Annotated[
-        Optional[int],
-        typer.Option(
-            "--prompt-tokens",
-            metavar="N",
-            help="With --serve: prompt length for the time to first token (512).",
-        ),
-    ] = None,
-    kv_cache: Annotated[
-        Optional[str],
-        typer.Option(
-            "--kv-cache",
-            metavar="TYPE",
-            help="With --serve: the KV cache's precision: f16 (default), fp8, q8_0, q4_0.",
-        ),
-    ] = None,
+    quant: QuantOpt = None,
+    context: ContextOpt = None,
+    engine: EngineOpt = None,
+    users: UsersOpt = None,
+    target_tok_s: TargetTokOpt = None,
+    prompt_tokens: PromptTokensOpt = None,
+    kv_cache: KvCacheOpt = None,
     json_out: Annotated[
         Optional[str],
         typer.Option(
@@ -806,34 +772,19 @@ def advise(
     from hwadvisor.importers.detect import import_file
     from hwadvisor.render.jsonio import to_json, write_new_file
 
+    given = serve_options(
+        quant=quant,
+        context=context,
+        engine=engine,
+        users=users,
+        target_tok_s=target_tok_s,
+        prompt_tokens=prompt_tokens,
+        kv_cache=kv_cache,
+    )
     if serve is not None:
-        _serve(
-            serve,
-            profile_path,
-            json_out,
-            assume_gpu,
-            gpus,
-            quant=quant,
-            context=context,
-            engine=engine,
-            users=users,
-            target_tok_s=target_tok_s,
-            prompt_tokens=prompt_tokens,
-            kv_cache=kv_cache,
-        )
+        _serve(serve, profile_path, json_out, assume_gpu, gpus, given)
         return
-    serve_only = {
-        "--quant": quant,
-        "--context": context,
-        "--engine": engine,
-        "--users": users,
-        "--target-tok-s": target_tok_s,
-        "--prompt-tokens": prompt_tokens,
-        "--kv-cache": kv_cache,
-    }
-    given = [name for name, value in serve_only.items() if value is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)} size inference: give --serve MODEL too")
+    refuse_serve_options(given)
     custom = None
     if params is not None:
         custom = {
@@ -894,19 +845,17 @@ def _serve(
     json_out: str | None,
     assume_gpu: list[str] | None,
     gpus: int,
-    **given: Any,
+    given: dict[str, Any],
 ) -> None:
     """``advise --serve``: the inference answer, printed or written as JSON."""
     import datetime as _dt
 
-    from hwadvisor.advise.serving import PRESETS, ServeRequest, serve_advice
+    from hwadvisor.advise.serving import build_request, serve_advice
     from hwadvisor.importers.detect import import_file
     from hwadvisor.model.profile import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
 
-    fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
-    fields.update({k: v for k, v in given.items() if v is not None})
-    request = ServeRequest(**fields, assume_gpu=tuple(assume_gpu or ()), gpus=gpus)
+    request = build_request(model, **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus)
     profile = import_file(profile_path) if profile_path is not None else _default_profile()
     answer = serve_advice(profile, request)
     if json_out is not None:

@@ -151,21 +151,97 @@ EvalOpt = Annotated[
     ),
 ]
 
+
+# ---- inference sizing (``advise --serve`` and ``fleet advise --serve``) ----
+QuantOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--quant",
+        metavar="Q",
+        help="With --serve: the weights' quantization (Q4_K_M, Q8_0, F16, MXFP4, bf16, "
+        "fp8, AWQ, ...). Default: Q4_K_M for llama.cpp and Ollama, else bf16.",
+    ),
+]
+ContextOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
+]
+EngineOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--engine",
+        metavar="ENGINE",
+        help="With --serve: llama.cpp (default), ollama, vllm, mlx, transformers, tensorrt-llm.",
+    ),
+]
+UsersOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--users", metavar="N", help="With --serve: users at once (1)."),
+]
+TargetTokOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--target-tok-s",
+        metavar="X",
+        help="With --serve: the decode speed each user must get, tokens/s (10).",
+    ),
+]
+PromptTokensOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--prompt-tokens",
+        metavar="N",
+        help="With --serve: prompt length for the time to first token (512).",
+    ),
+]
+KvCacheOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--kv-cache",
+        metavar="TYPE",
+        help="With --serve: the KV cache's precision: f16 (default), fp8, q8_0, q4_0.",
+    ),
+]
+
+
+def serve_options(**given: object) -> dict[str, object]:
+    """The serving options given on the command line, by ``ServeRequest`` field name."""
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def refuse_serve_options(given: dict[str, object]) -> None:
+    """Serving options without ``--serve``: a usage error naming them (exit 2)."""
+    if given:
+        from hwadvisor.errors import UsageError
+
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise UsageError(f"{flags} size inference: give --serve MODEL too")
+
+
 __all__ = [
     "MAX_DEADLINE_HOURS",
     "BaseBitsOpt",
     "CheckpointingOpt",
+    "ContextOpt",
     "DeadlineOpt",
+    "EngineOpt",
     "EvalOpt",
+    "KvCacheOpt",
     "KwhOpt",
     "LoraRankOpt",
     "MethodOpt",
     "MicroBatchOpt",
     "OptimizerOpt",
+    "PromptTokensOpt",
+    "QuantOpt",
     "QuietOpt",
+    "TargetTokOpt",
+    "UsersOpt",
     "VocabOpt",
     "parse_deadline",
     "parse_kwh",
+    "refuse_serve_options",
+    "serve_options",
 ]
 
 

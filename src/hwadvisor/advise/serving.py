@@ -83,6 +83,14 @@ class ServeRequest:
     gpus: int = 1
 
 
+def build_request(model: str, **given: Any) -> ServeRequest:
+    """The request of ``--serve MODEL``: a preset's fields (where MODEL names one), then the
+    options given (``None`` values are left to the preset or the defaults)."""
+    fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
+    fields.update({k: v for k, v in given.items() if v is not None})
+    return ServeRequest(**fields)
+
+
 def model_geometry(model: str) -> tuple[LlmGeometry, str | None]:
     """The model's shape (and the quantization a file names) from a name or a local file."""
     path = Path(model)

@@ -230,11 +230,9 @@ def serve_request(model: str, **given: Any) -> tuple[Any, str, str]:
     """The ``ServeRequest`` of ``--serve MODEL`` (a preset's fields, then the options given),
     with the model's name and quantization, checked now: a bad engine, number, model or
     quantization is a usage error before any host is read."""
-    from hwadvisor.advise.serving import PRESETS, ServeRequest
+    from hwadvisor.advise.serving import build_request
 
-    fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
-    fields.update({k: v for k, v in given.items() if v is not None})
-    request = ServeRequest(**fields)
+    request = build_request(model, **given)
     return (request, *check_serve_request(request))
 
 

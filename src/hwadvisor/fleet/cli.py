@@ -14,7 +14,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hwadvisor.cliopts import DeadlineOpt, QuietOpt
+from hwadvisor.cliopts import (
+    ContextOpt,
+    DeadlineOpt,
+    EngineOpt,
+    KvCacheOpt,
+    PromptTokensOpt,
+    QuantOpt,
+    QuietOpt,
+    TargetTokOpt,
+    UsersOpt,
+    refuse_serve_options,
+    serve_options,
+)
 from hwadvisor.exitcodes import ExitStatus, epilog
 from hwadvisor.fleet.logstream import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, MIN_LINE_BYTES
 
@@ -670,56 +682,13 @@ def advise(
             "a catalog model, a local config.json/GGUF/safetensors file or a preset.",
         ),
     ] = None,
-    quant: Annotated[
-        str | None,
-        typer.Option(
-            "--quant",
-            metavar="Q",
-            help="With --serve: the weights' quantization (default: Q4_K_M for llama.cpp "
-            "and Ollama, else bf16).",
-        ),
-    ] = None,
-    context: Annotated[
-        int | None,
-        typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
-    ] = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            metavar="ENGINE",
-            help="With --serve: llama.cpp (default), ollama, vllm, mlx, transformers, "
-            "tensorrt-llm.",
-        ),
-    ] = None,
-    users: Annotated[
-        int | None,
-        typer.Option("--users", metavar="N", help="With --serve: users at once (1)."),
-    ] = None,
-    target_tok_s: Annotated[
-        float | None,
-        typer.Option(
-            "--target-tok-s",
-            metavar="X",
-            help="With --serve: the decode speed each user must get, tokens/s (10).",
-        ),
-    ] = None,
-    prompt_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--prompt-tokens",
-            metavar="N",
-            help="With --serve: prompt length for the time to first token (512).",
-        ),
-    ] = None,
-    kv_cache: Annotated[
-        str | None,
-        typer.Option(
-            "--kv-cache",
-            metavar="TYPE",
-            help="With --serve: the KV cache's precision: f16 (default), fp8, q8_0, q4_0.",
-        ),
-    ] = None,
+    quant: QuantOpt = None,
+    context: ContextOpt = None,
+    engine: EngineOpt = None,
+    users: UsersOpt = None,
+    target_tok_s: TargetTokOpt = None,
+    prompt_tokens: PromptTokensOpt = None,
+    kv_cache: KvCacheOpt = None,
 ) -> None:
     """Rank the machines by how well they serve a workload, or a model (--serve).
 
@@ -728,25 +697,23 @@ def advise(
     identical hardware share one estimate; a host measured as a degraded outlier is named."""
     from hwadvisor.errors import UsageError
 
-    serve_only = {
-        "--quant": quant,
-        "--context": context,
-        "--engine": engine,
-        "--users": users,
-        "--target-tok-s": target_tok_s,
-        "--prompt-tokens": prompt_tokens,
-        "--kv-cache": kv_cache,
-    }
+    given = serve_options(
+        quant=quant,
+        context=context,
+        engine=engine,
+        users=users,
+        target_tok_s=target_tok_s,
+        prompt_tokens=prompt_tokens,
+        kv_cache=kv_cache,
+    )
     if serve is not None:
         if workload is not None:
             raise UsageError("--serve and --workload: give one (serving a model, or training)")
         if deadline is not None:
             raise UsageError("--deadline is for training (--workload), not --serve")
-        _advise_serve(serve, serve_only, sources, db, limit, as_json)
+        _advise_serve(serve, given, sources, db, limit, as_json)
         return
-    given = [name for name, value in serve_only.items() if value is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)} size inference: give --serve MODEL too")
+    refuse_serve_options(given)
     if workload is None:
         raise UsageError("give --workload NAME (training) or --serve MODEL (inference)")
     from hwadvisor.advise import load_rules
@@ -816,8 +783,7 @@ def _advise_serve(
     """``fleet advise --serve MODEL``: every host's answer for serving the model."""
     from hwadvisor.fleet.advise import rank_serve, serve_request
 
-    options = {k.lstrip("-").replace("-", "_"): v for k, v in given.items()}
-    request, name, quant = serve_request(model, **options)
+    request, name, quant = serve_request(model, **given)
     fleet, _ = _open(sources, db)
     with fleet:
         ranked, configs = rank_serve(fleet, request, now=_now())
