@@ -16,6 +16,7 @@ from hwadvisor.advise.serve.speed import (
     PRIOR_PREFILL,
     DeviceSpeed,
     Rules,
+    ServeSpeed,
     engine_family,
     estimate_speed,
     ratio_spread,
@@ -199,10 +200,9 @@ PRIOR_OVERHEAD_S = 1e-3
 MIN_ROWS_FOR_OVERHEAD = 5
 
 
-def raw_ratio(row: SpeedRow, phase: str, overhead_s: float = 0.0) -> float | None:
-    """The row's own efficiency: ideal time at efficiency 1 over the measured time (less the
-    fixed time per step for decode)."""
-    est = estimate_speed(
+def _estimate(row: SpeedRow, rules: Rules) -> ServeSpeed:
+    """The model's estimate for the row's model, quantization, engine and device."""
+    return estimate_speed(
         row.geom,
         find_quant(row.quant),
         context=row.context,
@@ -210,8 +210,14 @@ def raw_ratio(row: SpeedRow, phase: str, overhead_s: float = 0.0) -> float | Non
         device=row.device,
         users=row.batch,
         prompt_tokens=row.prompt_tokens,
-        rules=UNIT,
+        rules=rules,
     )
+
+
+def raw_ratio(row: SpeedRow, phase: str, overhead_s: float = 0.0) -> float | None:
+    """The row's own efficiency: ideal time at efficiency 1 over the measured time (less the
+    fixed time per step for decode)."""
+    est = _estimate(row, UNIT)
     if phase == "decode" and row.decode_tok_s:
         spare = 1.0 / float(row.decode_tok_s) - overhead_s
         ideal = 1.0 / est.per_user_tok_s
@@ -295,16 +301,7 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
 
 def predict(row: SpeedRow, rules: Rules, phase: str) -> float | None:
     """measured / predicted under ``rules`` (None when the row has no such figure)."""
-    est = estimate_speed(
-        row.geom,
-        find_quant(row.quant),
-        context=row.context,
-        engine=row.engine,
-        device=row.device,
-        users=row.batch,
-        prompt_tokens=row.prompt_tokens,
-        rules=rules,
-    )
+    est = _estimate(row, rules)
     if phase == "decode" and row.decode_tok_s:
         return float(row.decode_tok_s) / est.per_user_tok_s
     if phase == "prefill" and row.prefill_tok_s:

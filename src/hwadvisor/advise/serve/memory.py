@@ -196,8 +196,7 @@ def _fits(
     kv_cache: str,
     device: DeviceMemory,
 ) -> bool:
-    usable, _ = usable_bytes(device, engine)
-    return sum(_per_device(geom, quant, context, sequences, engine, kv_cache, device)) <= usable
+    return _fitter(geom, quant, sequences, engine, kv_cache, device)(context)
 
 
 def _fitter(
