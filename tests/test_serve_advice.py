@@ -153,3 +153,27 @@ def test_a_machine_that_serves_it_is_told_so_before_any_purchase(capsys: Any) ->
     here = lines.index("serves it, nothing to buy")
     assert "Recommended:" not in lines
     assert here < lines.index("Cheapest other option that serves it:")
+
+
+def test_the_json_never_replaces_a_file_and_a_full_disk_is_exit_4(
+    tmp_path: Path, capsys: Any
+) -> None:
+    kept = tmp_path / "answer.json"
+    kept.write_text("mine")
+    argv = ["advise", "-p", str(PROFILE), "--serve", "llama3-8b-chat", "--json"]
+    assert main([*argv, str(kept)]) == 4
+    assert kept.read_text() == "mine"
+    assert "never overwrites" in capsys.readouterr().err
+    if Path("/dev/full").exists():
+        import subprocess
+        import sys
+
+        done = subprocess.run(
+            [sys.executable, "-m", "hwadvisor", *argv, "-"],
+            stdout=open("/dev/full", "w"),  # noqa: SIM115 - the process owns it
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 4, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
