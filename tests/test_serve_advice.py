@@ -177,3 +177,18 @@ def test_the_json_never_replaces_a_file_and_a_full_disk_is_exit_4(
         )
         assert done.returncode == 4, done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_figures_taken_on_a_busy_machine_never_size_it() -> None:
+    """A scan with another load beside it measures that load's leftovers: such figures are
+    not the machine's speed (low-confidence ones, from blocks that disagreed, still are)."""
+    from hwadvisor.model.bench import Disturbance
+
+    quiet = load_profile(CPU_ONLY)
+    sized = serve_advice(quiet, ServeRequest(model="llama-3.2-1b")).this_machine
+    assert sized is not None and sized.measured and sized.decode_tok_s
+    busy = load_profile(CPU_ONLY)
+    assert busy.benchmarks is not None
+    for m in busy.benchmarks.measurements:
+        m.disturbances = [Disturbance.CPU_CONTENDED]
+    assert serve_advice(busy, ServeRequest(model="llama-3.2-1b")).this_machine is None

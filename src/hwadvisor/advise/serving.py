@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwadvisor.advise.figures import best_measurement
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value
@@ -24,7 +23,7 @@ from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
-from hwadvisor.model.bench import BenchStatus
+from hwadvisor.model.bench import BenchStatus, Measurement
 from hwadvisor.model.profile import Profile
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
@@ -131,29 +130,33 @@ class _Candidate:
     nodes: int = 1
 
 
+def _undisturbed(m: Measurement) -> bool:
+    return m.status == BenchStatus.OK and not m.disturbances
+
+
 def _best(
     profile: Profile, case: str, cpu: bool, precisions: tuple[str | None, ...]
 ) -> float | None:
-    """The best OK figure of ``case`` (triad has no precision), in its unit."""
+    """The best figure of ``case`` the machine's own speed may rest on, in the first precision
+    that has one (``None``: triad, which has no precision), in its unit: a trusted one
+    (``Measurement.trusted``), else one of low confidence (blocks that disagreed) but never one
+    taken while the machine was busy or a GPU disturbed — that would size the other load."""
     bench = profile.benchmarks
     if bench is None:
         return None
-    for precision in precisions:
-        if precision is not None:
-            m = best_measurement(bench, case, cpu, (precision,))
-            if m is not None and m.best:
-                return m.best
-            continue
-        rows = [
-            m.best
-            for m in bench.measurements
-            if m.case == case
-            and (m.device == "cpu") == cpu
-            and m.best
-            and m.status == BenchStatus.OK
-        ]
-        if rows:
-            return max(rows)
+    for strict in (True, False):
+        for precision in precisions:
+            rows = [
+                m.best
+                for m in bench.measurements
+                if m.case == case
+                and (m.device == "cpu") == cpu
+                and m.precision == precision
+                and m.best
+                and (m.trusted if strict else _undisturbed(m))
+            ]
+            if rows:
+                return max(rows)
     return None
 
 

@@ -73,8 +73,9 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         )
     if h is None:
         machine = (
-            "This machine: not sized — its profile has no measured memory bandwidth "
-            "(`hwadvisor scan` measures it)."
+            "This machine: not sized — its profile has no trusted measurement of its memory "
+            "bandwidth (none, or taken while it was busy): `hwadvisor scan` on an idle machine "
+            "measures it."
         )
     else:
         fit = (
