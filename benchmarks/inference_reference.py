@@ -2,9 +2,10 @@
 against what the serving model predicts from this machine's measured bandwidth and FLOPs.
 
     python benchmarks/inference_reference.py [--sizes 100m,300m,1b] [--device cpu|cuda]
+                                             [--json FILE]
 
 Builds each model from a ``LlamaConfig`` (transformers, random weights, nothing downloaded),
-in fp32 on the CPU (bf16 on a GPU), then:
+in fp32 on the CPU (bf16 on a GPU, built there: "8b" is Llama-3-8B's shape), then:
 - decode: a manual loop with the KV cache, one token at a time after a 128-token prompt
   (warm-up steps first), batch 1;
 - prefill: one forward pass over a 512-token prompt (after a warm-up pass);
@@ -17,7 +18,9 @@ Prints measured, predicted and their ratio (target: decode within 1.25x, prefill
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from hwadvisor.advise.serve.quant import find_quant
@@ -29,6 +32,7 @@ SIZES: dict[str, dict[str, int]] = {
     "100m": {"hidden": 768, "layers": 10, "heads": 12, "kv_heads": 4, "intermediate": 2048},
     "300m": {"hidden": 1024, "layers": 20, "heads": 16, "kv_heads": 8, "intermediate": 2816},
     "1b": {"hidden": 2048, "layers": 16, "heads": 32, "kv_heads": 8, "intermediate": 5632},
+    "8b": {"hidden": 4096, "layers": 32, "heads": 32, "kv_heads": 8, "intermediate": 14336},
 }
 VOCAB = 32000
 PROMPT_DECODE = 128
@@ -82,7 +86,13 @@ def build(name: str, torch: Any, device: str, dtype: Any) -> tuple[Any, LlmGeome
         tie_word_embeddings=False,
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):  # an 8B model's random init on the CPU takes minutes
+            model = LlamaForCausalLM(config).eval()
+    finally:
+        torch.set_default_dtype(default)
     params = float(sum(p.numel() for p in model.parameters()))
     geom = LlmGeometry(
         name=f"llama-random-{name}",
@@ -130,6 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100m,300m,1b")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
     args = parser.parse_args()
     import torch
 
@@ -143,6 +154,7 @@ def main() -> None:
     )
     speed = DeviceSpeed(bandwidth, flops, kind="cpu" if device == "cpu" else "gpu")
     print(f"{'model':18} {'params':>7} {'phase':8} {'measured':>9} {'predicted':>9} {'ratio':>6}")
+    rows: list[dict[str, Any]] = []
     for name in args.sizes.split(","):
         model, geom = build(name.strip(), torch, device, dtype)
         decode, prefill = measure(model, torch, device)
@@ -160,9 +172,27 @@ def main() -> None:
         ):
             print(
                 f"{geom.name:18} {geom.params_total / 1e6:6.0f}M {phase:8} {got:9.1f} "
-                f"{want:9.1f} {got / want:6.2f}"
+                f"{want:9.1f} {got / want:6.2f}",
+                flush=True,
             )
+            rows.append({"model": geom.name, "phase": phase, "measured": got, "predicted": want})
         del model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        if args.json:  # after each model: a step stopped on time keeps what it measured
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "device": device,
+                        "bandwidth": bandwidth,
+                        "flops": flops,
+                        "engine": "transformers",
+                        "rows": rows,
+                    },
+                    indent=1,
+                ),
+                encoding="utf-8",
+            )
 
 
 if __name__ == "__main__":

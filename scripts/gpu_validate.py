@@ -2,7 +2,7 @@
 
     bash scripts/gpu-validate.sh OUTDIR          (docs/validation.md says how to run it)
 
-Steps, each with its own time limit, the whole run within 470 s; a step that fails or runs out
+Steps, each with its own time limit, the whole run within 540 s; a step that fails or runs out
 of time is reported and the next one still runs:
 
   install     hwadvisor from the wheel kit (scripts/gpu-kit-prepare.sh), offline, into a
@@ -14,6 +14,9 @@ of time is reported and the next one still runs:
               same GPU and against the catalog peak
   busy        a scan while another process keeps the GPU busy: the figures must carry
               gpu_busy and the advice must set them aside
+  serve       `hwadvisor advise --serve llama-3.1-8b` on the GPU scan (vLLM bf16 and
+              llama.cpp Q4_K_M), and benchmarks/inference_reference.py on cuda: measured
+              decode and prefill of random-weight Llama models (1B, 8B) against the prediction
   report      the report of the GPU scan: HTML, PDF where WeasyPrint can run, page one as PNG
 
 Without an NVIDIA GPU the GPU steps are skipped ("no NVIDIA GPU: GPU steps skipped") and the
@@ -49,7 +52,7 @@ from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KIT = ROOT / ".gpu-kit"
-TOTAL_S = 470.0
+TOTAL_S = 540.0
 WORKLOAD = "resnet50-imagenet"
 MAX_FILES = 8
 #: What makes hwadvisor: a kit built from another tree is stale.
@@ -482,6 +485,47 @@ def step_busy(ctx: Ctx) -> StepResult:
     return _from_checks("busy", checks)
 
 
+def step_serve(ctx: Ctx) -> StepResult:
+    checks: list[Check] = []
+    scan = ctx.work / "scan.json"
+    if scan.exists():
+        env = {**ctx.env, "COLUMNS": "80", "NO_COLOR": "1"}
+        for engine, quant in (("vllm", "bf16"), ("llama.cpp", "Q4_K_M")):
+            out = ctx.work / f"serve-{engine}.json"
+            args = ["--serve", "llama-3.1-8b", "--engine", engine, "--quant", quant]
+            rc = ctx.run(ctx.hw("advise", "-p", str(scan), *args, "--json", str(out)), "serve.log")
+            ctx.run(ctx.hw("advise", "-p", str(scan), *args), f"serve-{engine}.txt", env=env)
+            first = tail(ctx.work / f"serve-{engine}.txt", 3).replace("\n", " | ")
+            ok = rc == 0 and out.exists()
+            checks.append(
+                Check(f"advise --serve ({engine} {quant})", PASS if ok else FAIL, first[:300])
+            )
+    else:
+        checks.append(Check("advise --serve", SKIP, "no scan (the facts step wrote none)"))
+    out = ctx.work / "serve-reference.json"
+    cmd = [*(ctx.python or []), str(ROOT / "benchmarks" / "inference_reference.py")]
+    cmd += ["--device", "cuda", "--sizes", "1b,8b", "--json", str(out)]
+    try:
+        rc = ctx.run(cmd, "serve-reference.txt")
+    except StepTimeout as exc:
+        rc = -1
+        checks.append(Check("inference reference", TIMEOUT, str(exc)))
+    try:
+        rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    except (OSError, ValueError, KeyError):
+        why = f"exit {rc}, no result: {tail(ctx.work / 'serve-reference.txt')}"
+        checks.append(Check("inference reference", FAIL, why))
+        rows = []
+    for r in rows:
+        ratio = r["measured"] / r["predicted"] if r["predicted"] else float("nan")
+        line = (
+            f"measured {r['measured']:.1f} tok/s, predicted {r['predicted']:.1f} "
+            f"(transformers engine), ratio {ratio:.2f}"
+        )
+        checks.append(Check(f"{r['model']} {r['phase']}", INFO, line))
+    return _from_checks("serve", checks)
+
+
 def _wait_for(log: Path, marker: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:
     end = time.monotonic() + max(1.0, seconds)
     while time.monotonic() < end:
@@ -538,6 +582,7 @@ STEPS: tuple[Step, ...] = (
     Step("reference", 100, "70-90 s", needs_gpu=True, needs_hwadvisor=True, run=step_reference),
     Step("busy", 100, "40-70 s", needs_gpu=True, needs_hwadvisor=True, run=step_busy),
     Step("report", 30, "5-10 s", needs_gpu=False, needs_hwadvisor=True, run=step_report),
+    Step("serve", 70, "40-60 s", needs_gpu=True, needs_hwadvisor=True, run=step_serve),
 )
 #: Time kept for each later step when an earlier one may run long.
 RESERVE_S = 15.0

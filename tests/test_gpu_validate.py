@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gpu-validate.sh"
 SMI_XML = ROOT / "tests" / "fixtures" / "nvidia-smi" / "telegraf-geforce-rtx-3080.xml"
 SINGLE_GPU = ROOT / "tests" / "fixtures" / "reports" / "single-gpu.json"
-STEP_NAMES = ["install", "facts", "pytest-gpu", "reference", "busy", "report"]
+STEP_NAMES = ["install", "facts", "pytest-gpu", "reference", "busy", "report", "serve"]
 
 
 def load_script(name: str, path: Path) -> ModuleType:
@@ -128,6 +128,7 @@ def test_without_a_gpu_the_kit_runs_the_cpu_steps_and_exits_0(tmp_path: Path) ->
         "reference": "skip",
         "busy": "skip",
         "report": "pass",
+        "serve": "skip",
     }
     files = sorted(p.name for p in out.iterdir())
     assert len(files) <= 8
@@ -173,7 +174,7 @@ def test_a_lying_nvidia_smi_fails_each_gpu_step_on_its_own_and_the_run_finishes(
     steps = summary_steps(summary)
     assert list(steps) == STEP_NAMES
     assert steps["facts"] == "FAIL"  # the probe finds no GPU where nvidia-smi shows one
-    for step in ("pytest-gpu", "reference", "busy"):
+    for step in ("pytest-gpu", "reference", "busy", "serve"):
         assert steps[step] in ("FAIL", "TIMEOUT"), summary
     assert steps["report"] == "pass"
     assert "failed:" in summary and "GPU count" in summary
