@@ -122,3 +122,28 @@ def test_the_packaged_file_loads_from_a_copy(tmp_path: Path) -> None:
     copied = load_prices(path)
     built_in = builtin_prices()
     assert copied.cards == built_in.cards and copied.instances == built_in.instances
+
+
+def test_one_h200_is_rented_as_one_not_as_an_eight_gpu_instance() -> None:
+    """The first real GPU run (an H200) was priced at an 8-GPU instance's $63/h for one GPU."""
+    c = option_costs(builtin_prices(), gpu="H200 SXM", gpus=1, seconds=3600)
+    assert c.hourly is not None and c.hourly < 6.0, c.rent_as
+    assert c.rent_as is not None and "1x" in c.rent_as
+
+
+def test_a_gpu_rented_only_in_larger_instances_says_so(tmp_path: Path) -> None:
+    """Where the only instances of a GPU hold more of them than asked, the whole instance is
+    what one pays, and the answer says it is the smallest on offer."""
+    from hwadvisor.advise.pricing import load_prices
+
+    own = tmp_path / "prices.toml"
+    own.write_text(
+        'currency = "EUR"\n[electricity]\nkwh_price = 0.3\nsource = "s"\ndate = "2026-11-01"\n'
+        '[[instance]]\nprovider = "Ours"\nname = "8x"\ngpu = "L4"\ngpus = 8\nhourly = 16.0\n'
+        'what = "w"\nsource = "s"\ndate = "2026-11-01"\n',
+        encoding="utf-8",
+    )
+    c = option_costs(load_prices(own), gpu="L4", gpus=2, seconds=3600)
+    assert c.hourly == pytest.approx(16.0)
+    assert c.rent_as is not None and "smallest instance of this GPU on offer" in c.rent_as
+    assert "8× L4" in c.rent_as

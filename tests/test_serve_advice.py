@@ -59,7 +59,7 @@ def test_this_machine_uses_its_measured_bandwidth() -> None:
     triad = max(
         m.best
         for m in profile.benchmarks.measurements  # type: ignore[union-attr]
-        if m.case == "triad" and m.device != "cpu" and m.best
+        if m.case in ("triad", "device_copy") and m.device != "cpu" and m.best
     )
     assert here.decode_tok_s is not None
     assert here.decode_tok_s < triad * 1e9 / here.memory.weights_bytes
@@ -192,3 +192,50 @@ def test_figures_taken_on_a_busy_machine_never_size_it() -> None:
     for m in busy.benchmarks.measurements:
         m.disturbances = [Disturbance.CPU_CONTENDED]
     assert serve_advice(busy, ServeRequest(model="llama-3.2-1b")).this_machine is None
+
+
+H200 = Path(__file__).parent / "fixtures" / "validation" / "h200-2026-11-27.json"
+
+
+def _h200(copy_scale: float = 1.0, drop_copy: bool = False) -> Any:
+    profile = load_profile(H200)
+    assert profile.benchmarks is not None
+    kept = []
+    for m in profile.benchmarks.measurements:
+        if m.case == "device_copy":
+            if drop_copy:
+                continue
+            m.best = (m.best or 0) * copy_scale
+        kept.append(m)
+    profile.benchmarks.measurements = kept
+    return serve_advice(profile, ServeRequest(model="llama-3.1-8b", engine="vllm", quant="bf16"))
+
+
+def test_a_real_gpu_scan_is_sized_from_its_measured_copy() -> None:
+    """The first real GPU run (an H200) had measured its device copy, yet the answer said the
+    speed came from catalog peaks: the GPU's measured bandwidth is its device copy."""
+    advice = _h200()
+    here = advice.this_machine
+    assert here is not None and here.measured and here.gpus == 1
+    assert "measured copy 4,269 GB/s" in here.basis
+    assert not any("from catalog peaks" in c for c in advice.caveats)
+    # a healthy copy (0.89 of the 4.8 TB/s peak) sizes it at its peak, never above
+    assert here.decode_tok_s is not None
+    assert here.decode_tok_s < 4.8e12 / here.memory.weights_bytes
+
+
+@pytest.mark.parametrize("scale", [0.25, 0.5, 0.75])
+def test_a_gpu_that_copies_slower_than_healthy_ones_decodes_slower(scale: float) -> None:
+    healthy, slow = _h200().this_machine, _h200(scale).this_machine
+    assert healthy is not None and slow is not None
+    assert healthy.decode_tok_s is not None and slow.decode_tok_s is not None
+    assert slow.decode_tok_s < healthy.decode_tok_s
+    # memory-bound at one user: the step's bytes go at the bandwidth, plus a fixed overhead
+    assert slow.decode_tok_s > healthy.decode_tok_s * scale * 0.9
+
+
+def test_a_gpu_scan_without_a_copy_figure_falls_back_to_the_catalog_and_says_so() -> None:
+    advice = _h200(drop_copy=True)
+    here = advice.this_machine
+    assert here is not None and not here.measured
+    assert any("from catalog peaks" in c for c in advice.caveats)

@@ -430,9 +430,11 @@ def option_costs(
     if instance is not None:
         out.hourly = instance.price * nodes
         count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"
+        larger = bool(instance.gpu) and not equivalent and instance.gpus > gpus
         out.rent_as = (
             f"{instance.provider} {instance.key}"
             + (f" ({count}: no cloud rents this GPU, these are as fast)" if equivalent else "")
+            + (f" ({count}: the smallest instance of this GPU on offer)" if larger else "")
             + (f", {nodes} of them" if nodes > 1 else "")
         )
         used.append(instance)

@@ -64,6 +64,8 @@ class DeviceSpeed:
     """Between the devices when ``count > 1`` (NVLink about 450e9, PCIe 4 x16 about 25e9)."""
     measured: bool = True
     """Measured on the machine (scan) rather than taken from the catalog."""
+    note: str | None = None
+    """How a measured figure became the bandwidth used (said in ``basis``)."""
 
 
 @dataclass(frozen=True)
@@ -229,8 +231,13 @@ def estimate_speed(
     if target_tok_s is not None and target_tok_s > 0:
         users_at_target = _largest_users(step_time, target_tok_s)
     basis = (
-        f"{'measured' if device.measured else 'catalog'} bandwidth "
-        f"{device.bandwidth_bytes_s / 1e9:.0f} GB/s and {device.flops_s / 1e12:.1f} TFLOPS"
+        (
+            f"bandwidth {device.bandwidth_bytes_s / 1e9:,.0f} GB/s ({device.note})"
+            if device.note
+            else f"{'measured' if device.measured else 'catalog'} bandwidth "
+            f"{device.bandwidth_bytes_s / 1e9:,.0f} GB/s"
+        )
+        + f" and {device.flops_s / 1e12:.1f} TFLOPS"
         f"{f' x {device.count}' if device.count > 1 else ''}; efficiency {family}/{quant.family}: "
         f"decode {eff_d:.2f}, prefill {eff_p:.2f}, {overhead * 1e3:.2f} ms a step"
         + (f"; {offload:.0%} of the weights in RAM" if offload else "")
