@@ -5,16 +5,24 @@
 For decode and prefill: the share of rows within 1.25x and 1.5x and the worst factor, in sample
 (rules fitted on every row) and leaving one source out (each contributor's rows predicted by
 rules fitted without them), then the memory cases: how often the plan agrees with the run.
+The engines people serve with (llama.cpp, vLLM, ...) and this project's eager reference runs
+(transformers, random weights) are scored apart: the reference rows fit the host's time per
+forward pass of one machine per device kind, so they are scored leaving one model size out.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from hwadvisor.advise.serve.calib import (
+    HOST_FAMILIES,
     accuracy,
+    fit_rules,
     in_sample,
     leave_one_source_out,
     load_calibration,
     memory_cases,
+    predict,
     speed_rows,
 )
 from hwadvisor.advise.serve.memory import GiB
@@ -23,20 +31,44 @@ from hwadvisor.advise.serve.memory import GiB
 def main() -> None:
     data = load_calibration()
     rows = speed_rows(data)
+    served = [r for r in rows if r.family not in HOST_FAMILIES]
+    eager = [r for r in rows if r.family in HOST_FAMILIES]
     print(f"{len(rows)} speed rows from {len({r.group for r in rows})} sources")
+    print(f"served engines: {len(served)} rows from {len({r.group for r in served})} sources")
     for phase in ("decode", "prefill"):
-        for label, ratios in (
-            ("in sample", in_sample(rows, phase)),
-            ("leave one source out", leave_one_source_out(rows, phase)),
-        ):
-            acc = accuracy(ratios)
-            if acc.n == 0:
-                print(f"{phase:8} {label:22} no rows")
-                continue
-            print(
-                f"{phase:8} {label:22} n={acc.n:3}  within 1.25x {acc.within_125:5.0%}  "
-                f"within 1.5x {acc.within_150:5.0%}  worst {acc.worst:.2f}x"
-            )
+        _line(phase, "in sample", in_sample(served, phase))
+        _line(phase, "leave one source out", leave_one_source_out(served, phase))
+    print(f"eager reference runs: {len(eager)} rows from {len({r.group for r in eager})} machines")
+    rules = fit_rules(rows)
+    for phase in ("decode", "prefill"):
+        _line(phase, "in sample", [r for row in eager if (r := predict(row, rules, phase))])
+        _line(phase, "leave one size out", _one_out(rows, eager, phase))
+    _memory(data)
+
+
+def _one_out(rows: list[Any], scored: list[Any], phase: str) -> list[float]:
+    """Each scored row predicted by rules fitted on every other row (its machine's other
+    sizes stay): the host's time per layer must carry to a model size it has not seen."""
+    out = []
+    for row in scored:
+        rules = fit_rules([r for r in rows if r is not row])
+        if (ratio := predict(row, rules, phase)) is not None:
+            out.append(ratio)
+    return out
+
+
+def _line(phase: str, label: str, ratios: list[float]) -> None:
+    acc = accuracy(ratios)
+    if acc.n == 0:
+        print(f"{phase:8} {label:22} no rows")
+        return
+    print(
+        f"{phase:8} {label:22} n={acc.n:3}  within 1.25x {acc.within_125:5.0%}  "
+        f"within 1.5x {acc.within_150:5.0%}  worst {acc.worst:.2f}x"
+    )
+
+
+def _memory(data: Any) -> None:
     cases = memory_cases(data)
     misses = [c for c in cases if c.plan().fits != (c.outcome == "fit")]
     wrong_fit = sum(c.outcome == "oom" for c in misses)

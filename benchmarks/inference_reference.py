@@ -32,6 +32,7 @@ SIZES: dict[str, dict[str, int]] = {
     "100m": {"hidden": 768, "layers": 10, "heads": 12, "kv_heads": 4, "intermediate": 2048},
     "300m": {"hidden": 1024, "layers": 20, "heads": 16, "kv_heads": 8, "intermediate": 2816},
     "1b": {"hidden": 2048, "layers": 16, "heads": 32, "kv_heads": 8, "intermediate": 5632},
+    "3b": {"hidden": 3072, "layers": 28, "heads": 24, "kv_heads": 8, "intermediate": 8192},
     "8b": {"hidden": 4096, "layers": 32, "heads": 32, "kv_heads": 8, "intermediate": 14336},
 }
 VOCAB = 32000
@@ -54,6 +55,34 @@ def _best(fn: Any, torch: Any, device: str, runs: int) -> float:
         _sync(torch, device)
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def gpu_speed(torch: Any) -> tuple[DeviceSpeed, str]:
+    """The GPU as the serving model sees a scanned one: a device-to-device copy (bytes read
+    and written) and a 4096 bf16 matmul, as peak equivalents of the catalog row
+    (serving.gpu_figures)."""
+    from hwadvisor.advise.serving import gpu_figures
+    from hwadvisor.catalog.peaks import find_gpu_peak
+
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    t = _best(lambda: dst.copy_(src), torch, "cuda", 10)
+    copy_gbs = 2.0 * src.numel() / t / 1e9
+    m = 4096
+    x = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    torch.mm(x, y)
+    t = _best(lambda: [torch.mm(x, y) for _ in range(20)], torch, "cuda", 5) / 20
+    matmul_gflops = 2.0 * m**3 / t / 1e9
+    name = torch.cuda.get_device_name()
+    row = find_gpu_peak(name, torch.cuda.get_device_properties(0).total_memory)
+    bandwidth, flops, note = gpu_figures(row, copy_gbs, matmul_gflops)
+    assert bandwidth and flops
+    said = (
+        f"cuda: {name}, copy {copy_gbs:,.0f} GB/s, bf16 matmul {matmul_gflops / 1e3:,.0f} "
+        f"TFLOPS -> bandwidth {bandwidth / 1e9:,.0f} GB/s, {flops / 1e12:,.0f} TFLOPS ({note})"
+    )
+    return DeviceSpeed(bandwidth, flops, kind="gpu", note=note), said
 
 
 def machine_figures(torch: Any, device: str, dtype: Any) -> tuple[float, float]:
@@ -147,12 +176,17 @@ def main() -> None:
     device = args.device
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     quant = find_quant("fp32" if device == "cpu" else "bf16")
-    bandwidth, flops = machine_figures(torch, device, dtype)
-    print(
-        f"{device}: threads {torch.get_num_threads()}, triad {bandwidth / 1e9:.1f} GB/s, "
-        f"matmul {flops / 1e12:.3f} TFLOPS ({str(dtype).split('.')[-1]})"
-    )
-    speed = DeviceSpeed(bandwidth, flops, kind="cpu" if device == "cpu" else "gpu")
+    if device == "cuda":
+        speed, said = gpu_speed(torch)
+        print(said)
+    else:
+        bandwidth, flops = machine_figures(torch, device, dtype)
+        print(
+            f"{device}: threads {torch.get_num_threads()}, triad {bandwidth / 1e9:.1f} GB/s, "
+            f"matmul {flops / 1e12:.3f} TFLOPS ({str(dtype).split('.')[-1]})"
+        )
+        speed = DeviceSpeed(bandwidth, flops, kind="cpu")
+    bandwidth, flops = speed.bandwidth_bytes_s, speed.flops_s
     print(f"{'model':18} {'params':>7} {'phase':8} {'measured':>9} {'predicted':>9} {'ratio':>6}")
     rows: list[dict[str, Any]] = []
     for name in args.sizes.split(","):

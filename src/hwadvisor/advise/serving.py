@@ -176,6 +176,28 @@ def peak_equivalent(measured: float, share: float, peak: float | None) -> float:
     return min(equivalent, peak) if peak else equivalent
 
 
+def gpu_figures(
+    row: GpuPeak | None, copy_gbs: float | None, matmul_gflops: float | None
+) -> tuple[float | None, float | None, str | None]:
+    """A GPU's (bandwidth B/s, FLOP/s, how) for the serving model: its measured copy and matmul
+    as peak equivalents where measured, else the catalog's peaks."""
+    peak_bw = row.bandwidth_gbs * 1e9 if row and row.bandwidth_gbs else None
+    peak_flops = _flops_peak(row, "float") if row is not None else None
+    bandwidth = peak_equivalent(copy_gbs * 1e9, COPY_SHARE, peak_bw) if copy_gbs else peak_bw
+    flops = (
+        peak_equivalent(matmul_gflops * 1e9, MATMUL_SHARE, peak_flops)
+        if matmul_gflops
+        else peak_flops
+    )
+    note = (
+        f"measured copy {copy_gbs:,.0f} GB/s ÷ {COPY_SHARE}: a healthy GPU's copy reaches "
+        f"{COPY_SHARE} of its peak"
+        if copy_gbs
+        else None
+    )
+    return bandwidth, flops, note
+
+
 def _apple(profile: Profile) -> bool:
     return (profile.platform.os.value or "").lower() in ("darwin", "macos")
 
@@ -194,17 +216,8 @@ def machine_options(profile: Profile) -> list[_Candidate]:
             profile, "triad", False, (None,)
         )
         matmul = _best(profile, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
-        peak_bw = row.bandwidth_gbs * 1e9 if row and row.bandwidth_gbs else None
-        peak_flops = _flops_peak(row, "float") if row is not None else None
-        bandwidth = peak_equivalent(copy * 1e9, COPY_SHARE, peak_bw) if copy else peak_bw
-        flops = peak_equivalent(matmul * 1e9, MATMUL_SHARE, peak_flops) if matmul else peak_flops
+        bandwidth, flops, note = gpu_figures(row, copy, matmul)
         measured = copy is not None
-        note = (
-            f"measured copy {copy:,.0f} GB/s ÷ {COPY_SHARE}: a healthy GPU's copy reaches "
-            f"{COPY_SHARE} of its peak"
-            if copy
-            else None
-        )
         if bandwidth and flops:
             n = len(gpus)
             out.append(

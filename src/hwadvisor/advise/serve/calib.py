@@ -227,20 +227,86 @@ def raw_ratio(row: SpeedRow, phase: str, overhead_s: float = 0.0) -> float | Non
     return None
 
 
+#: Engine families that run eagerly from Python: their decode is the host's time per forward
+#: pass where that is longer than the device's (speed.Rules.host_s), fitted per device kind.
+HOST_FAMILIES = ("torch",)
+HOST_FIXED_GRID_S = tuple(i * 5e-4 for i in range(0, 41))
+"""The host's fixed time per forward pass tried: 0 to 20 ms."""
+HOST_LAYER_GRID_S = tuple(i * 5e-5 for i in range(0, 81))
+"""The host's time per layer tried: 0 to 4 ms."""
+
+
+def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]]) -> float | None:
+    """A host-family row's own efficiency once the host's time is taken out; None where the
+    host's time hides the device's (a GPU that waits for its launches says nothing of it)."""
+    rule = host.get(f"{row.family}/{row.device.kind}")
+    measured = row.prefill_tok_s if phase == "prefill" else row.decode_tok_s
+    if rule is None or not measured:
+        return None
+    t_host = rule[0] + rule[1] * row.geom.layers
+    tokens = row.prompt_tokens if phase == "prefill" else 1
+    spent = tokens / float(measured)
+    spare = spent - t_host if row.device.kind != "gpu" else spent
+    est = _estimate(row, UNIT)
+    ideal = tokens / (est.prefill_tok_s if phase == "prefill" else est.per_user_tok_s)
+    if spare <= 0 or (row.device.kind == "gpu" and t_host >= 0.9 * spent):
+        return None
+    return min(MAX_EFFICIENCY, ideal / spare)
+
+
+def _fit_host(rows: list[SpeedRow]) -> dict[str, tuple[float, float]]:
+    """Per host family and device kind with two rows or more: the (fixed, per layer) host time
+    that fits their decode best at the family's prior efficiency."""
+    out: dict[str, tuple[float, float]] = {}
+    for family in HOST_FAMILIES:
+        for kind in sorted({r.device.kind for r in rows if r.family == family}):
+            mine = [r for r in rows if r.family == family and r.device.kind == kind]
+            mine = [r for r in mine if r.decode_tok_s]
+            if len(mine) < 2:
+                continue
+            key = f"{family}/{kind}"
+            best, best_err = (0.0, 0.0), math.inf
+            for fixed in HOST_FIXED_GRID_S:
+                for per_layer in HOST_LAYER_GRID_S:
+                    trial = Rules(
+                        {"*": PRIOR_DECODE}, {"*": PRIOR_PREFILL}, 1.0, 1.0, 1.0, 1.0,
+                        host_s={key: (fixed, per_layer)},
+                    )  # fmt: skip
+                    err = sum(
+                        math.log(r) ** 2 for row in mine if (r := predict(row, trial, "decode"))
+                    )
+                    if err < best_err - 1e-12:
+                        best, best_err = (fixed, per_layer), err
+            out[key] = (round(best[0], 6), round(best[1], 6))
+    return out
+
+
 def _shrunk(logs: list[float], prior: float) -> float:
     return math.exp((sum(logs) + SHRINK * math.log(prior)) / (len(logs) + SHRINK))
 
 
 def _tables(
-    rows: list[SpeedRow], phase: str, prior: float, overhead: dict[str, float]
+    rows: list[SpeedRow],
+    phase: str,
+    prior: float,
+    overhead: dict[str, float],
+    host: dict[str, tuple[float, float]] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Efficiency tables from the dense rows, and each family's MoE factor from the MoE rows."""
+    """Efficiency tables from the dense rows, and each family's MoE factor from the MoE rows.
+    A host family's rows count with the host's time taken out, where it does not hide the
+    device's; its decode rows fit the host's time instead (``_fit_host``)."""
+    host = host or {}
     by_f: dict[str, list[float]] = defaultdict(list)
     by_fq: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_fqk: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     moe_rows: list[tuple[SpeedRow, float]] = []
     for row in rows:
-        r = raw_ratio(row, phase, overhead.get(row.family, 0.0))
+        if row.family in HOST_FAMILIES:
+            if phase == "decode":
+                continue
+            r = _host_ratio(row, phase, host)
+        else:
+            r = raw_ratio(row, phase, overhead.get(row.family, 0.0))
         if r is None or r <= 0:
             continue
         if row.geom.moe and phase == "decode":
@@ -271,7 +337,7 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
     x device kind (each shrunk toward the level above, the top toward the prior), a MoE factor
     per family, and per family the fixed time per decode step that fits best."""
     overhead: dict[str, float] = {}
-    for family in sorted({row.family for row in rows}):
+    for family in sorted({row.family for row in rows} - set(HOST_FAMILIES)):
         mine = [row for row in rows if row.family == family and row.decode_tok_s]
         if len(mine) < MIN_ROWS_FOR_OVERHEAD:
             overhead[family] = PRIOR_OVERHEAD_S
@@ -284,8 +350,9 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
             if err < best_err - 1e-12:
                 best, best_err = t0, err
         overhead[family] = best
+    host = _fit_host(rows)
     decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
-    prefill, _ = _tables(rows, "prefill", PRIOR_PREFILL, {})
+    prefill, _ = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
     spread = spread or {}
     return Rules(
         decode={k: round(v, 4) for k, v in sorted(decode.items())},
@@ -296,6 +363,7 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
         prefill_high=spread.get("prefill_high", 1.5),
         overhead_s={"*": PRIOR_OVERHEAD_S} | {k: round(v, 6) for k, v in sorted(overhead.items())},
         moe={k: round(v, 4) for k, v in sorted(moe.items())},
+        host_s=dict(sorted(host.items())),
     )
 
 

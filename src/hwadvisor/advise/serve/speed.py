@@ -83,6 +83,15 @@ class Rules:
     moe: dict[str, float] = field(default_factory=dict)
     """A MoE's decode efficiency relative to a dense model's, per engine family (routing,
     more and smaller kernels)."""
+    host_s: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Eager engines (transformers): the host's time per forward pass, ``fixed + per_layer x
+    layers`` seconds, per ``family/kind``. On a GPU the host launches kernels while the GPU
+    runs the earlier ones, so a step takes the longer of the two; on a CPU the same cores do
+    both, so the times add. Where a family has one, it replaces ``overhead_s``."""
+
+    def host_time(self, family: str, kind: str, layers: int) -> float | None:
+        rule = self.host_s.get(f"{family}/{kind}")
+        return None if rule is None else rule[0] + rule[1] * layers
 
     def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
         table = self.decode if phase == "decode" else self.prefill
@@ -110,6 +119,7 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
             prefill_high=float(rng.get("prefill_high", 1.5)),
             overhead_s={str(k): float(v) for k, v in data.get("overhead_s", {}).items()},
             moe={str(k): float(v) for k, v in data.get("moe", {}).items()},
+            host_s={str(k): (float(v[0]), float(v[1])) for k, v in data.get("host_s", {}).items()},
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"serve_model.toml: malformed efficiency table ({exc})") from exc
@@ -190,6 +200,10 @@ def estimate_speed(
     if geom.moe:
         eff_d *= rules.moe.get(family, 1.0)
     overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
+    host = rules.host_time(family, device.kind, geom.layers)
+    if host is not None:
+        overhead = 0.0
+    overlaps = device.kind == "gpu"
     # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
     scale = _scale(device) if family == "vllm" else 1.0
@@ -217,7 +231,7 @@ def estimate_speed(
             weights = w_active
         memory = read_time(weights + n * kv_one)
         compute = 2.0 * geom.params_active * n / flops
-        return max(memory, compute) + overhead
+        return _with_host(max(memory, compute), host, overlaps) + overhead
 
     per_token = w_active + kv_one
     decode = 1.0 / step_time(1)
@@ -225,6 +239,8 @@ def estimate_speed(
     if offload > 0:
         # the CPU computes its layers' share of the prompt too (at the same efficiency)
         prefill = 1.0 / ((1.0 - offload) / prefill + offload / prefill * 4.0)
+    if host is not None:  # one forward pass over the prompt
+        prefill = prompt_tokens / _with_host(prompt_tokens / prefill, host, overlaps)
     users = max(1, users)
     t_users = step_time(users)
     users_at_target: int | None = None
@@ -239,7 +255,13 @@ def estimate_speed(
         )
         + f" and {device.flops_s / 1e12:.1f} TFLOPS"
         f"{f' x {device.count}' if device.count > 1 else ''}; efficiency {family}/{quant.family}: "
-        f"decode {eff_d:.2f}, prefill {eff_p:.2f}, {overhead * 1e3:.2f} ms a step"
+        f"decode {eff_d:.2f}, prefill {eff_p:.2f}, "
+        + (
+            f"host {host * 1e3:.1f} ms a forward pass"
+            + (" (overlapping the GPU's)" if overlaps else " (added)")
+            if host is not None
+            else f"{overhead * 1e3:.2f} ms a step"
+        )
         + (f"; {offload:.0%} of the weights in RAM" if offload else "")
     )
     return ServeSpeed(
@@ -255,6 +277,13 @@ def estimate_speed(
         bytes_per_token=per_token,
         basis=basis,
     )
+
+
+def _with_host(device_s: float, host_s: float | None, overlaps: bool) -> float:
+    """A forward pass's time with the host's: the longer where they overlap, else the sum."""
+    if host_s is None:
+        return device_s
+    return max(device_s, host_s) if overlaps else device_s + host_s
 
 
 def _routed_params(geom: LlmGeometry) -> float:
