@@ -26,7 +26,10 @@ from typing import Any
 
 MATMUL_SWEEP = (4096, 8192, 12288, 16384)
 TARGETS = {"matmul": 0.05, "conv2d": 0.10, "device_copy": 0.10, "h2d": 0.10, "d2h": 0.10}
-PAGEABLE_TARGET = 0.20
+#: Pageable copies go through the host's own memcpy into a staging buffer: they follow the host
+#: (its memory, its other load) more than the GPU. Two H200 machines read 0.91x and 1.39x of a
+#: long run (2026-11-27), so the target is wide; the advice never rests on them.
+PAGEABLE_TARGET = 0.40
 REFERENCE_WARMUP_S = 1.0
 
 Key = tuple[str, "str | None", "str | None"]

@@ -249,7 +249,7 @@ def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]])
     spare = spent - t_host if row.device.kind != "gpu" else spent
     est = _estimate(row, UNIT)
     ideal = tokens / (est.prefill_tok_s if phase == "prefill" else est.per_user_tok_s)
-    if spare <= 0 or (row.device.kind == "gpu" and t_host >= 0.9 * spent):
+    if spare <= 0 or (row.device.kind == "gpu" and t_host >= 0.5 * spent):
         return None
     return min(MAX_EFFICIENCY, ideal / spare)
 
