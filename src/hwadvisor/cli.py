@@ -839,6 +839,13 @@ def advise(
         render_advice(result, terminal_console(), profile=profile)
 
 
+def _slug(name: str) -> str:
+    """A model's name as a file-name part: letters, digits, '.', '-' and '_' only."""
+    import re as _re
+
+    return _re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60] or "model"
+
+
 def _serve(
     model: str,
     profile_path: Path | None,
@@ -974,6 +981,7 @@ def import_(
             "hwadvisor report reports/box-20261121T100203Z.json   # .html, .pdf beside it",
             "hwadvisor report box.json -f pdf --paper Letter -o out/",
             "hwadvisor report box.json --template-dir my-templates/",
+            "hwadvisor report box.json --serve llama-3.1-8b --engine vllm --users 8",
         ],
         _WRITES_DEGRADED,
     )
@@ -998,21 +1006,60 @@ def report(
     template_dir: TemplateDirOpt = None,
     redact: RedactOpt = None,
     quiet: QuietOpt = False,
+    serve: Annotated[
+        Optional[str],
+        typer.Option(
+            "--serve",
+            metavar="MODEL",
+            help="Open the report with the inference answer for MODEL (as `advise --serve`): "
+            "what serves it, how fast, for how many users, the memory plan and prices.",
+        ),
+    ] = None,
+    quant: QuantOpt = None,
+    context: ContextOpt = None,
+    engine: EngineOpt = None,
+    users: UsersOpt = None,
+    target_tok_s: TargetTokOpt = None,
+    prompt_tokens: PromptTokensOpt = None,
+    kv_cache: KvCacheOpt = None,
 ) -> None:
     """Write a saved profile's report again, as HTML and PDF.
 
     Takes a profile of any schema version and touches no hardware; the same JSON always gives
-    the same HTML."""
+    the same HTML. With --serve MODEL the first page answers whether this machine serves the
+    model and what to buy or rent to serve it (files named FILE-serve-MODEL)."""
     from hwadvisor.model.load import parse_profile, read_text_file
     from hwadvisor.render.report import parse_formats, parse_paper, write_reports
 
+    given = serve_options(
+        quant=quant,
+        context=context,
+        engine=engine,
+        users=users,
+        target_tok_s=target_tok_s,
+        prompt_tokens=prompt_tokens,
+        kv_cache=kv_cache,
+    )
     chosen = parse_formats(formats)
-    text = read_text_file(source)
-    profile = parse_profile(text, str(source))
+    serving = None
+    stem = source.stem
+    if serve is not None:
+        from hwadvisor.advise.serving import build_request, serve_advice
+
+        request = build_request(serve, **given)
+        text = read_text_file(source)
+        profile = parse_profile(text, str(source))
+        serving = serve_advice(profile, request)
+        stem = f"{source.stem}-serve-{_slug(serving.model)}"
+    else:
+        refuse_serve_options(given)
+        text = read_text_file(source)
+        profile = parse_profile(text, str(source))
     written = write_reports(
         profile,
         folder=out or source.parent,
-        stem=source.stem,
+        stem=stem,
+        serving=serving,
         formats=chosen,
         paper=parse_paper(paper),
         template_dir=template_dir,

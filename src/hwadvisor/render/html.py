@@ -21,6 +21,7 @@ from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks, BenchStatus, Measurement
 from hwadvisor.model.facts import Fact
 from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.model.serve import InferenceAdvice
 from hwadvisor.present.answer import (
     answer,
     deadline_text,
@@ -28,6 +29,7 @@ from hwadvisor.present.answer import (
     machine_figures,
     scenario_titles,
 )
+from hwadvisor.present.serve import serve_context
 from hwadvisor.render.charts import all_charts
 from hwadvisor.render.summaries import (
     gpu_health,
@@ -621,8 +623,10 @@ def render_html(
     source_sha256: str,
     paper: str = "A4",
     template_dir: Path | None = None,
+    serving: InferenceAdvice | None = None,
 ) -> str:
-    """The report for ``profile`` as one self-contained HTML document.
+    """The report for ``profile`` as one self-contained HTML document; with ``serving`` (the
+    inference answer for one model) that answer is its first page.
 
     ``source_sha256`` is the digest of the profile file the report was made from (printed in the
     appendix); ``paper`` is ``A4`` or ``Letter``; ``template_dir`` holds an organization's
@@ -656,6 +660,7 @@ def render_html(
         "gpu_table": gpu_table(profile),
         "gpu_summary": gpu_summary(profile),
         "no_gpu_line": no_gpu_line(profile),
+        "serving": serve_context(serving) if serving is not None else None,
     }
     return render_template(env, "report.html.j2", context)
 

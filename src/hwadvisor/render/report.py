@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from hwadvisor.errors import OutputError, UsageError
 from hwadvisor.model.profile import Profile
+from hwadvisor.model.serve import InferenceAdvice
 from hwadvisor.render.jsonio import to_json, write_new_file
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ def write_reports(
     template_dir: Path | None = None,
     redact: bool | None = None,
     source_text: str | None = None,
+    serving: InferenceAdvice | None = None,
 ) -> Written:
     """Write the chosen formats as ``folder/stem.<format>``; never overwrite.
 
@@ -134,8 +136,9 @@ def write_reports(
         helper = take_early() or PdfWorker()
     with helper as worker:
         _write_formats(
-            done, worker, profile, folder, stem, formats, paper, template_dir, redact, source_text
-        )
+            done, worker, profile, folder, stem, formats, paper, template_dir, redact, source_text,
+            serving,
+        )  # fmt: skip
     return done
 
 
@@ -150,9 +153,12 @@ def _write_formats(
     template_dir: Path | None,
     redact: bool | None,
     source_text: str | None,
+    serving: InferenceAdvice | None = None,
 ) -> None:
     files = StemFiles(folder, stem, formats)
-    _write_all(done, files, worker, profile, formats, paper, template_dir, redact, source_text)
+    _write_all(
+        done, files, worker, profile, formats, paper, template_dir, redact, source_text, serving
+    )
     done.files.extend(files.files)
 
 
@@ -166,6 +172,7 @@ def _write_all(
     template_dir: Path | None,
     redact: bool | None,
     source_text: str | None,
+    serving: InferenceAdvice | None = None,
 ) -> None:
     from hwadvisor.redact import default_salt, redact_profile, salt_warning
 
@@ -183,13 +190,17 @@ def _write_all(
     pdf_page: str | None = None
     if "pdf" in formats:
         pdf_profile = redact_profile(profile, salt) if redact_pdf and not same else shown
-        pdf_page = _html(pdf_profile, paper, template_dir, sha)
+        pdf_page = _html(pdf_profile, paper, template_dir, sha, serving)
         if worker is not None:
             worker.submit(pdf_page)
     if "json" in formats:
         files.write("json", json_text)
     if "html" in formats:
-        page = pdf_page if same and pdf_page is not None else _html(shown, paper, template_dir, sha)
+        page = (
+            pdf_page
+            if same and pdf_page is not None
+            else _html(shown, paper, template_dir, sha, serving)
+        )
         files.write("html", page)
     if pdf_page is not None:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
@@ -207,10 +218,13 @@ def _html(
     paper: str,
     template_dir: Path | None,
     sha: str,
+    serving: InferenceAdvice | None = None,
 ) -> str:
     """The page for ``shown``: a redacted profile when the output is redacted. Redaction works
     on the profile's values, never on the markup (a host called ``td`` or ``style`` must not
     take table cells or CSS with it)."""
     from hwadvisor.render.html import render_html
 
-    return render_html(shown, source_sha256=sha, paper=paper, template_dir=template_dir)
+    return render_html(
+        shown, source_sha256=sha, paper=paper, template_dir=template_dir, serving=serving
+    )

@@ -1,0 +1,219 @@
+"""The inference answer in words, for every output: the verdict lines (what to buy or rent, and
+whether this machine serves the model), the options every rendering shows with their figures
+as printed, and the report page's content. The terminal (render.serve_console) and the report
+(templates/report.html.j2) lay these out; neither computes its own."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate
+
+_CLASS = {1: "a CPU is enough", 2: "one GPU", 3: "one multi-GPU machine", 4: "several machines"}
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB"
+
+
+def _tok(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def _money(x: float | None, currency: str | None) -> str:
+    if x is None:
+        return "-"
+    sign = "$" if (currency or "USD") == "USD" else f"{currency} "
+    return f"{sign}{x:,.2f}" if x < 100 else f"{sign}{x:,.0f}"
+
+
+def _speed(e: InferenceEstimate) -> str:
+    if e.decode_tok_s is None:
+        return "speed unknown"
+    low, high = e.decode_low_tok_s, e.decode_high_tok_s
+    span = f" ({_tok(low)}–{_tok(high)})" if low is not None and high is not None else ""
+    return f"decode {_tok(e.decode_tok_s)} tok/s{span}, prefill {_tok(e.prefill_tok_s)} tok/s"
+
+
+def verdict_lines(a: InferenceAdvice) -> list[str]:
+    """The first lines: what is served, the class it needs, what to buy, this machine."""
+    users = f"{a.users} user{'s' if a.users != 1 else ''}"
+    lines = [
+        f"Serving {a.model} ({a.params_total / 1e9:,.1f} B parameters"
+        + (f", {a.params_active / 1e9:,.1f} B active" if a.params_active < a.params_total else "")
+        + f"), {a.quant} ({a.bits_per_weight:g} bits), {a.context:,} tokens of context, "
+        f"{a.engine}, {users} at ≥ {a.target_tok_s:g} tok/s each",
+    ]
+    if a.scenario_class is None:
+        lines.append(
+            "No option in the catalog serves it at that speed: lower the target, the "
+            "context or the number of users, or use a smaller quant."
+        )
+    else:
+        lines.append(f"Scenario {a.scenario_class}: {_CLASS[a.scenario_class]}.")
+    h = a.this_machine
+    here_serves = h is not None and h.meets_target
+    r = a.recommendation
+    option = None
+    if r is not None:
+        buy = (
+            f"{_money(r.purchase_cost, a.currency)} to buy"
+            if r.purchase_cost is not None
+            else "no purchase price in the catalog"
+        )
+        rent = (
+            f", rent as {r.rent_as} at {_money(r.hourly_cost, a.currency)}/h" if r.rent_as else ""
+        )
+        per_m = r.cost_per_million_tokens_rented
+        option = f"{r.hardware} — {buy}{rent}; {_speed(r)}" + (
+            f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else ""
+        )
+    if h is None:
+        machine = (
+            "This machine: not sized — its profile has no trusted measurement of its memory "
+            "bandwidth (none, or taken while it was busy): `hwadvisor scan` on an idle machine "
+            "measures it."
+        )
+    else:
+        fit = (
+            f"fits ({_gib(h.memory_needed_bytes)} of {_gib(h.memory_available_bytes)})"
+            if h.fits_memory
+            else f"does not fit ({_gib(h.memory_needed_bytes)} needed, "
+            f"{_gib(h.memory_available_bytes)} usable)"
+        )
+        ok = "serves it, nothing to buy" if here_serves else "is not enough"
+        machine = f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}" + (
+            f", {_speed(h)}" if h.fits_memory else ""
+        )
+    if here_serves:
+        # Nothing to buy: this machine first, the cheapest option as the alternative.
+        lines.append(machine)
+        if option is not None:
+            lines.append(f"Cheapest other option that serves it: {option}")
+    else:
+        if option is not None:
+            lines.append(f"Recommended: {option}")
+        lines.append(machine)
+        if h is not None:
+            lines += [f"  - {s}" for s in h.suggestions[:3]]
+    return lines
+
+
+_ROWS = 8
+
+
+def _price(e: InferenceEstimate) -> tuple[float, float]:
+    inf = float("inf")
+    return (
+        e.purchase_cost if e.purchase_cost is not None else inf,
+        e.hourly_cost if e.hourly_cost is not None else inf,
+    )
+
+
+def shown_options(a: InferenceAdvice) -> list[InferenceEstimate]:
+    """The rows every rendering shows, in order: this machine and assumed GPUs, then the
+    cheapest catalog options that serve it by class (what a buyer compares), the
+    recommendation among them."""
+    own = [e for e in a.estimates if e.origin != "catalog"]
+    fewest: dict[str, InferenceEstimate] = {}
+    for e in sorted(a.estimates, key=lambda e: e.gpus):
+        if e.origin == "catalog" and e.meets_target:
+            fewest.setdefault(e.hardware.split("× ")[-1], e)
+    options = sorted(fewest.values(), key=lambda e: (e.scenario_class, *_price(e)))[:_ROWS]
+    if a.recommendation is not None and a.recommendation not in options:
+        options.insert(0, a.recommendation)
+    return [*own, *options]
+
+
+def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
+    """One option's figures as the terminal and the report print them."""
+    fits = e.fits_memory
+    return {
+        "option": e.hardware.replace("this machine: ", "here: "),
+        "memory": _gib(e.memory_needed_bytes) + ("" if fits else " ✗"),
+        "decode": _tok(e.decode_tok_s) if fits else "-",
+        "prefill": _tok(e.prefill_tok_s) if fits else "-",
+        "users": str(e.users_at_target) if fits and e.users_at_target is not None else "-",
+        "per_m": _money(e.cost_per_million_tokens_rented, a.currency) if fits else "-",
+        "buy": _money(e.purchase_cost, a.currency),
+        "rent": f"{_money(e.hourly_cost, a.currency)}/h" if e.hourly_cost is not None else "-",
+    }
+
+
+def footnote(a: InferenceAdvice) -> str:
+    return (
+        f"decode and prefill in tokens/s; users: how many get {a.target_tok_s:g} tok/s each; "
+        "$/M tok: rented, per million tokens at that load."
+    )
+
+
+def _source(source: str) -> str:
+    """Where the model's shape came from; a local file by its name alone (a path can carry a
+    user's name, and the report is sent to others)."""
+    if "/" in source or "\\" in source:
+        if source.startswith(("http://", "https://")):
+            return source
+        return PurePath(source.replace("\\", "/")).name
+    return source
+
+
+def _memory(e: InferenceEstimate) -> dict[str, Any]:
+    m = e.memory
+    rows = [
+        ("weights", _gib(m.weights_bytes)),
+        ("KV cache", _gib(m.kv_bytes)),
+        ("compute buffers", _gib(m.buffers_bytes)),
+        ("runtime", _gib(m.runtime_bytes)),
+        ("needed", _gib(m.total_bytes)),
+        ("usable", _gib(m.usable_bytes)),
+        ("headroom" if m.headroom_bytes >= 0 else "short by", _gib(abs(m.headroom_bytes))),
+    ]
+    return {
+        "title": e.hardware.removeprefix("this machine: "),
+        "rows": rows,
+        "note": m.usable_note,
+        "max_context": m.max_context_that_fits,
+    }
+
+
+def serve_context(a: InferenceAdvice) -> dict[str, Any]:
+    """What the template's serving section shows, all of it text."""
+    lines = verdict_lines(a)
+    shown = shown_options(a)
+    rows = []
+    for e in shown:
+        cells: dict[str, Any] = dict(option_cells(a, e))
+        cells["recommended"] = e is a.recommendation
+        cells["here"] = e.origin == "this machine"
+        cells["meets"] = e.meets_target
+        rows.append(cells)
+    memory = [
+        _memory(e) for e in (a.this_machine, a.recommendation) if e is not None
+    ]  # this machine first, then what to buy
+    basis = [
+        (e.hardware.removeprefix("this machine: "), e.basis)
+        for e in (a.this_machine, a.recommendation)
+        if e is not None and e.basis
+    ]
+    price = a.recommendation
+    return {
+        "title": f"Can this machine serve {a.model}?",
+        "request": lines[0],
+        "verdict": lines[1:],
+        "rows": rows,
+        "footnote": footnote(a),
+        "memory": memory,
+        "basis": basis,
+        "source": _source(a.model_source),
+        "prices": (
+            f"Prices ({a.currency or 'USD'}): {price.price_source}"
+            + (f", {price.price_date}" if price.price_date else "")
+            if price is not None and price.price_source
+            else None
+        ),
+        "caveats": list(a.caveats),
+        "suggestions": list(a.this_machine.suggestions[:3]) if a.this_machine else [],
+    }

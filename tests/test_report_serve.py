@@ -1,0 +1,97 @@
+"""`report --serve MODEL`: the inference answer as the report's first page, with the same
+figures the terminal prints (one answer, two renderings)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from hwadvisor.advise.serving import ServeRequest, serve_advice
+from hwadvisor.cli import main
+from hwadvisor.model.load import load_profile
+from hwadvisor.present.serve import option_cells, serve_context, shown_options, verdict_lines
+
+H200 = Path(__file__).parent / "fixtures" / "validation" / "h200-2026-11-27.json"
+
+
+def _text(page: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+@pytest.mark.parametrize(
+    ("argv", "model"),
+    [
+        (["--serve", "llama-3.1-8b", "--engine", "vllm", "--users", "8"], "llama-3.1-8b"),
+        (["--serve", "qwen3-30b-a3b-local"], "qwen3-30b-a3b"),
+        (["--serve", "llama-3.1-70b", "--quant", "bf16", "--engine", "vllm"], "llama-3.1-70b"),
+    ],
+)
+def test_the_first_page_is_the_answer_the_terminal_prints(
+    tmp_path: Path, argv: list[str], model: str
+) -> None:
+    code = main(["report", str(H200), "-o", str(tmp_path), "-f", "html", "--no-redact", *argv])
+    assert code == 0
+    (page,) = tmp_path.glob("*.html")
+    assert page.name.startswith(f"h200-2026-11-27-serve-{model}")
+    text = _text(page.read_text(encoding="utf-8"))
+    first = text[: text.index("The machine")] if "The machine" in text else text
+    assert f"Can this machine serve {model}?" in first
+    from hwadvisor.advise.serving import build_request
+
+    request = build_request(argv[1], **_given(argv[2:]))
+    advice = serve_advice(load_profile(H200), request)
+    for line in verdict_lines(advice):  # word for word, as in the terminal
+        assert " ".join(line.split()) in first, line
+    for e in shown_options(advice):
+        cells = option_cells(advice, e)
+        row = re.escape(cells["memory"]) + r".{0,80}?" + re.escape(cells["decode"])
+        assert re.search(row, first), (cells["option"], cells["memory"], cells["decode"])
+
+
+def _given(rest: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for flag, value in zip(rest[::2], rest[1::2], strict=True):
+        key = flag.lstrip("-").replace("-", "_")
+        out[key] = int(value) if value.isdigit() else value
+    return out
+
+
+def test_serving_options_without_serve_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(H200), "-o", str(tmp_path), "--users", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "--serve" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_unknown_model_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["report", str(H200), "-o", str(tmp_path), "--serve", "no-such-model-9b"])
+    assert code in (2, 5)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_local_model_file_is_named_without_its_folder() -> None:
+    """A GGUF under a home folder would put the user's name on a page sent to others."""
+    advice = serve_advice(load_profile(H200), ServeRequest(model="llama-3.1-8b"))
+    advice.model_source = "/home/alice/models/Meta-Llama-3-8B.Q4_K_M.gguf"
+    assert serve_context(advice)["source"] == "Meta-Llama-3-8B.Q4_K_M.gguf"
+    advice.model_source = "C:\\Users\\alice\\m.gguf"
+    assert serve_context(advice)["source"] == "m.gguf"
+
+
+def test_the_report_of_a_machine_not_sized_says_why(tmp_path: Path) -> None:
+    unmeasured = Path(__file__).parent / "fixtures" / "profiles" / "v1-cpu-only.json"
+    code = main(
+        ["report", str(unmeasured), "-o", str(tmp_path), "-f", "html", "--serve", "llama-3.2-1b"]
+    )
+    assert code == 0
+    (page,) = tmp_path.glob("*.html")
+    assert "not sized" in _text(page.read_text(encoding="utf-8"))
