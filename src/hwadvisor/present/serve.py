@@ -202,7 +202,8 @@ def serve_context(a: InferenceAdvice) -> dict[str, Any]:
     return {
         "title": f"Can this machine serve {a.model}?",
         "request": lines[0],
-        "verdict": lines[1:],
+        # the suggestions get their own list on the page
+        "verdict": [line for line in lines[1:] if not line.startswith("  - ")],
         "rows": rows,
         "footnote": footnote(a),
         "memory": memory,
