@@ -1,4 +1,5 @@
-"""Apple GPU (MPS) cases: matmul and the small-CNN training step.
+"""Apple GPU (MPS) cases: matmul, a device copy (the unified memory's bandwidth as the GPU sees
+it: what decode on Apple silicon reads its weights at) and the small-CNN training step.
 
 MPS has no CUDA events: each burst ends with ``torch.mps.synchronize()`` and is timed on the
 host clock (without it MPS timings come out ~10× too fast, pytorch/pytorch#152199).
@@ -24,6 +25,7 @@ from hwadvisor.probes.bench.plan import BenchContext, CaseDef, CaseSpec, failed
 
 DEFAULT_N = 2048
 DEFAULT_BATCH = 32
+DEFAULT_COPY_BYTES = 256 * 1024 * 1024
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -58,6 +60,29 @@ def matmul_on(
         burst=burst,
         params={"n": n},
         settings=settings(torch, dtype=str(dtype)),
+    )
+
+
+def copy_on(case: CaseSpec, ctx: BenchContext, device: str, sync: Callable[[], None]) -> BaseModel:
+    """A buffer copied on ``device``: GB/s counting the bytes read and written (as the CUDA
+    device copy), the figure the serving model reads unified memory's bandwidth from."""
+    torch = ctx.torch
+    start = time.perf_counter()
+    nbytes = int(case.params.get("bytes", DEFAULT_COPY_BYTES))
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    src.fill_(1)
+    dst = torch.empty_like(src)
+    burst = SyncedBurst(lambda: dst.copy_(src), sync)
+    timing = timed(case, burst, left(case, start))
+    return measurement(
+        case,
+        timing,
+        2.0 * nbytes / 1e9,
+        unit="GB/s",
+        start=start,
+        burst=burst,
+        params={"bytes": nbytes},
+        settings=settings(torch, dtype="torch.uint8"),
     )
 
 
@@ -109,6 +134,14 @@ def mps_matmul(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     yield matmul_on(case, ctx, "mps", sync)
 
 
+def mps_copy(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
+    sync, why = _mps(ctx.torch)
+    if sync is None:
+        yield failed(case, why, BenchStatus.SKIPPED)
+        return
+    yield copy_on(case, ctx, "mps", sync)
+
+
 def mps_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     sync, why = _mps(ctx.torch)
     if sync is None:
@@ -117,10 +150,11 @@ def mps_train_step(case: CaseSpec, ctx: BenchContext) -> Iterator[BaseModel]:
     yield train_step_on(case, ctx, "mps", sync)
 
 
-CASES = {"mps_matmul": mps_matmul, "mps_train_step": mps_train_step}
+CASES = {"mps_matmul": mps_matmul, "mps_copy": mps_copy, "mps_train_step": mps_train_step}
 
 PLAN: tuple[CaseDef, ...] = (
     CaseDef("mps_matmul", "matmul", "mps", 1.5, precision="fp32"),
     CaseDef("mps_matmul", "matmul", "mps", 1.5, precision="fp16"),
+    CaseDef("mps_copy", "device_copy", "mps", 1.0),
     CaseDef("mps_train_step", "train_step", "mps", 2.0, precision="fp32"),
 )

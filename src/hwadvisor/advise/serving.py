@@ -242,6 +242,19 @@ def machine_options(profile: Profile) -> list[_Candidate]:
     ram = profile.memory.total_bytes.value
     cpu_triad = _best(profile, "triad", True, (None,))
     cpu_matmul = _best(profile, "matmul", True, ("bf16", "fp32"))
+    apple_note = None
+    if _apple(profile):
+        # Apple silicon: the GPU decodes (Metal, MLX) and reads unified memory faster than the
+        # CPU cores' triad can; the scan's MPS copy and matmul measure what the GPU sees.
+        mps_copy = _best(profile, "device_copy", False, (None,))
+        mps_matmul = _best(profile, "matmul", False, ("fp16", "bf16", "fp32"))
+        if mps_copy:
+            cpu_triad = mps_copy / COPY_SHARE
+            apple_note = (
+                f"measured GPU copy {mps_copy:,.0f} GB/s ÷ {COPY_SHARE}, as for a discrete GPU"
+            )
+        if mps_matmul:
+            cpu_matmul = max(cpu_matmul or 0.0, mps_matmul)
     if ram and cpu_triad and cpu_matmul:
         cpu = profile.cpu.model_name.value or "CPU"
         out.append(
@@ -259,8 +272,9 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                 speed=DeviceSpeed(
                     bandwidth_bytes_s=cpu_triad * 1e9,
                     flops_s=cpu_matmul * 1e9,
-                    kind="cpu",
+                    kind="unified" if apple_note else "cpu",
                     measured=True,
+                    note=apple_note,
                 ),
                 price_gpu=None,
                 cores=profile.cpu.physical_cores.value,
