@@ -14,30 +14,81 @@ A package of small modules, each stage importing only those before it:
 Nothing here imports torch or touches hardware: it works on saved and imported profiles.
 """
 
-from hwadvisor.advise.engine import MAX_SCALE_OUT_GPUS, advise, decide, scale_out
-from hwadvisor.advise.files import (
-    GB,
-    GIB,
-    ROLES,
-    TYPICAL_MATMUL_EFFICIENCY,
-    Candidate,
-    Rules,
-    RulesError,
-    is_datacenter,
-    load_rules,
-    parse_candidate,
-    scenario_class,
-)
-from hwadvisor.advise.names import ResolvedGpu, nearest_gpus, resolve_gpu
-from hwadvisor.advise.pricing import Prices, builtin_prices, check_prices, load_prices
-from hwadvisor.advise.rates import (
-    Rate,
-    candidate_rate,
-    memory_needed,
-    memory_plan,
-    this_machine_rates,
-)
-from hwadvisor.advise.trust import bench_device, plausible
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Where each public name lives. The package loads a module on first use of one of its names
+#: (PEP 562): `advise --serve` needs pricing but not the training engine, and every command's
+#: start-up pays only for what it uses.
+_WHERE = {
+    "MAX_SCALE_OUT_GPUS": "engine",
+    "advise": "engine",
+    "decide": "engine",
+    "scale_out": "engine",
+    "GB": "files",
+    "GIB": "files",
+    "ROLES": "files",
+    "TYPICAL_MATMUL_EFFICIENCY": "files",
+    "Candidate": "files",
+    "Rules": "files",
+    "RulesError": "files",
+    "is_datacenter": "files",
+    "load_rules": "files",
+    "parse_candidate": "files",
+    "scenario_class": "files",
+    "ResolvedGpu": "names",
+    "nearest_gpus": "names",
+    "resolve_gpu": "names",
+    "Prices": "pricing",
+    "builtin_prices": "pricing",
+    "check_prices": "pricing",
+    "load_prices": "pricing",
+    "Rate": "rates",
+    "candidate_rate": "rates",
+    "memory_needed": "rates",
+    "memory_plan": "rates",
+    "this_machine_rates": "rates",
+    "bench_device": "trust",
+    "plausible": "trust",
+}
+
+if TYPE_CHECKING:
+    from hwadvisor.advise.engine import MAX_SCALE_OUT_GPUS, advise, decide, scale_out
+    from hwadvisor.advise.files import (
+        GB,
+        GIB,
+        ROLES,
+        TYPICAL_MATMUL_EFFICIENCY,
+        Candidate,
+        Rules,
+        RulesError,
+        is_datacenter,
+        load_rules,
+        parse_candidate,
+        scenario_class,
+    )
+    from hwadvisor.advise.names import ResolvedGpu, nearest_gpus, resolve_gpu
+    from hwadvisor.advise.pricing import Prices, builtin_prices, check_prices, load_prices
+    from hwadvisor.advise.rates import (
+        Rate,
+        candidate_rate,
+        memory_needed,
+        memory_plan,
+        this_machine_rates,
+    )
+    from hwadvisor.advise.trust import bench_device, plausible
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hwadvisor.advise' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hwadvisor.advise.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "GB",
