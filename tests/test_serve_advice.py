@@ -239,3 +239,23 @@ def test_a_gpu_scan_without_a_copy_figure_falls_back_to_the_catalog_and_says_so(
     here = advice.this_machine
     assert here is not None and not here.measured
     assert any("from catalog peaks" in c for c in advice.caveats)
+
+
+def test_a_gpu_split_into_mig_slices_serves_from_one_slice() -> None:
+    """An A100 40GB in two 20 GB MIG slices: a process sees one slice, so a model that needs
+    about 25 GB (16 GB of weights, 8 GB of KV cache) does not fit though the card has 40 GB."""
+    from hwadvisor.importers.detect import import_file
+
+    mig = Path(__file__).parent / "fixtures" / "nvidia-smi" / "netdata-a100-sxm4-40gb-mig.xml"
+    profile = import_file(mig)
+    whole = import_file(mig)
+    for g in whole.gpus:
+        g.mig_instances = []
+    request = ServeRequest(model="llama-3.1-8b", quant="bf16", engine="vllm", context=65536)
+    sliced = serve_advice(profile, request).this_machine
+    full = serve_advice(whole, request).this_machine
+    assert sliced is not None and full is not None
+    assert "MIG slice" in sliced.hardware and "MIG" not in full.hardware
+    assert sliced.memory_available_bytes < 21e9 < full.memory_available_bytes
+    assert full.fits_memory and not sliced.fits_memory
+    assert sliced.gpus == 1

@@ -218,11 +218,25 @@ def machine_options(profile: Profile) -> list[_Candidate]:
         matmul = _best(profile, "matmul", False, ("bf16", "fp16", "tf32", "fp32"))
         bandwidth, flops, note = gpu_figures(row, copy, matmul)
         measured = copy is not None
+        slice_name = None
+        slices = [m for m in first.mig_instances if m.memory_total_bytes.value]
+        if first.mig_enabled.value and slices:
+            # A process runs on one MIG slice: its memory, and a share of the GPU's bandwidth
+            # (memory slices) and FLOPs (SMs). A measured copy was taken on the slice already.
+            big = max(slices, key=lambda m: int(m.memory_total_bytes.value or 0))
+            share = int(big.memory_total_bytes.value or 0) / vram
+            if copy is None and bandwidth:
+                bandwidth *= share
+            if matmul is None and flops:
+                flops *= share
+            vram = int(big.memory_total_bytes.value or 0)
+            slice_name = big.name.value or f"{vram / 2**30:.0f} GiB MIG slice"
         if bandwidth and flops:
-            n = len(gpus)
+            n = 1 if slice_name else len(gpus)  # no tensor parallelism across MIG slices
             out.append(
                 _Candidate(
-                    hardware=f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}",
+                    hardware=(f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}")
+                    + (f" (one MIG slice: {slice_name})" if slice_name else ""),
                     origin="this machine",
                     scenario_class=2 if n == 1 else 3,
                     gpus=n,
