@@ -769,7 +769,6 @@ def advise(
     change the answer. Give a preset (--workload) or describe your own (--params with
     --flops-per-sample and --samples, or --tokens). Without --profile: the newest scan in
     reports/. Touches no hardware and needs no torch."""
-    from hwadvisor.importers.detect import import_file
     from hwadvisor.render.jsonio import to_json, write_new_file
 
     given = serve_options(
@@ -825,7 +824,7 @@ def advise(
     request = _advice_request(
         workload, custom, assume_gpu, gpus, rules, prices, deadline, kwh_price, training=training
     )
-    profile = import_file(profile_path) if profile_path is not None else _default_profile()
+    profile = _read_any(profile_path) if profile_path is not None else _default_profile()
     result = request.run(profile)
     if json_out == "-":
         sys.stdout.write(to_json(result))
@@ -837,6 +836,21 @@ def advise(
         from hwadvisor.render.terminal import console as terminal_console
 
         render_advice(result, terminal_console(), profile=profile)
+
+
+def _read_any(path: Path) -> Profile:
+    """A saved profile, or any file ``hwadvisor import`` reads. A saved profile is parsed
+    directly: the importers (and their readiness rules) load only for other formats, which
+    keeps `advise` quick to start."""
+    from hwadvisor.model.load import parse_profile, read_text_file
+
+    text = read_text_file(path)
+    body = text.lstrip("\ufeff \t\r\n")
+    if body.startswith("{") and '"schema_version"' in body[:65536]:
+        return parse_profile(text, str(path))
+    from hwadvisor.importers.detect import import_text
+
+    return import_text(text, str(path))
 
 
 def _slug(name: str) -> str:
@@ -858,12 +872,11 @@ def _serve(
     import datetime as _dt
 
     from hwadvisor.advise.serving import build_request, serve_advice
-    from hwadvisor.importers.detect import import_file
     from hwadvisor.model.profile import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
 
     request = build_request(model, **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus)
-    profile = import_file(profile_path) if profile_path is not None else _default_profile()
+    profile = _read_any(profile_path) if profile_path is not None else _default_profile()
     answer = serve_advice(profile, request)
     if json_out is not None:
         document = {
