@@ -4,14 +4,59 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clean_paste"]
+__all__ = ["clean_paste", "strip_escapes"]
+
+#: Terminal escape sequences: CSI (colours, underline: ``ESC[4m`` … ``ESC[0m``, which
+#: ``nvidia-smi topo -m`` writes even into a file), OSC (window titles, links, ended by BEL or
+#: ``ESC\``), and the two-character ones (``ESC(B``, ``ESC=``).
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[()][A-Za-z0-9]"
+    r"|\x1b[@-_=>]"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+#: An SGR sequence whose ESC was lost on the way (a web form drops it): ``[4mGPU0[0m``.
+_BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3}){0,4})?m")
+#: A Markdown code fence: three or more backticks anywhere, or tildes opening a line.
+_FENCE = re.compile(r"`{3,}|^~{3,}")
+#: What may follow an opening fence as its info string ("text", "console", "bash", "c++").
+_INFO = re.compile(r"[A-Za-z0-9_+.#-]{1,24}")
+_QUOTE_PREFIX = re.compile(r"^(\s*(?:>\s?)*)(.*)$")
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without terminal escape sequences (whole ones, and SGR ones that lost their
+    ESC); any ESC left alone is dropped too."""
+    text = _ESCAPES.sub("", text).replace("\x1b", "")
+    return _BARE_SGR.sub("", text) if "m" in text and "[" in text else text
+
+
+def _unfence(line: str) -> list[str]:
+    """The lines ``line`` holds once its code fences are taken off: the text before a fence and
+    the text after it (other than an info string) are kept, each on a line of its own."""
+    match = _QUOTE_PREFIX.match(line)
+    prefix, rest = (match.group(1), match.group(2)) if match else ("", line)
+    if not _FENCE.search(rest):
+        return [line]
+    pieces = _FENCE.split(rest)
+    out = []
+    for position, piece in enumerate(pieces):
+        if not piece.strip():
+            continue
+        if position > 0 and _INFO.fullmatch(piece.strip()) and position == len(pieces) - 1:
+            continue  # an opening fence's language name
+        out.append(prefix + (piece if position == 0 else piece.strip()))
+    return out
 
 
 def clean_paste(text: str) -> str:
-    """What a paste wraps around tool output, taken off: Markdown code fences, ``>`` quote
-    marks on every line, trailing carriage returns, HTML ``&nbsp;``."""
+    """What a paste wraps around tool output, taken off: terminal escape sequences, Markdown
+    code fences wherever they sit (the text sharing their line kept), ``>`` quote marks on every
+    line, trailing carriage returns, HTML ``&nbsp;``."""
+    text = strip_escapes(text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ").split("\n")
-    lines = [line for line in lines if not line.lstrip().lstrip(">").lstrip().startswith("```")]
+    lines = [piece for line in lines for piece in _unfence(line)]
     quoted = [line for line in lines if line.strip()]
     if quoted and all(line.lstrip().startswith(">") for line in quoted):
         lines = [re.sub(r"^\s*>\s?", "", line) for line in lines]
