@@ -7,9 +7,24 @@ architecture or compute capability has them from the catalog, marked as such.
 
 from __future__ import annotations
 
+import re
+
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak
 from hwadvisor.model.facts import Fact, Source, unknown
 from hwadvisor.model.profile import Profile
+
+#: Memory written in a product name: "A800-SXM4-80GB", "V100-SXM2-16GB", "V100-32G",
+#: "GTX 1060 6GB", "GH200 480GB" (a size after a separator; "A10G" is a model, not 10 GB).
+_NAME_MEMORY = re.compile(r"(?:^|[\s\-_(/])(\d{1,3})\s?(?:GB|GiB|G)(?![A-Za-z0-9])")
+
+
+def memory_from_name(name: str) -> int | None:
+    """The memory (bytes) a GPU's product name states, or None. As with the catalog, "80GB"
+    is what the driver reports in MiB / 1024 (an 80GB card shows 81920 MiB)."""
+    match = _NAME_MEMORY.search(name)
+    if match is None or not 1 <= int(match.group(1)) <= 512:
+        return None
+    return int(match.group(1)) * 1024**3
 
 
 def identify_gpus(profile: Profile) -> None:
@@ -21,6 +36,9 @@ def identify_gpus(profile: Profile) -> None:
         name = gpu.name.value
         if not name:
             continue
+        if gpu.vram_total_bytes.value is None and memory_from_name(name):
+            # The name states it, whether or not the catalog knows the card.
+            gpu.vram_total_bytes = Fact(value=memory_from_name(name), source=Source.DERIVED)
         key = (name, gpu.vram_total_bytes.value)
         if key not in found:
             found[key] = find_gpu_peak(*key)

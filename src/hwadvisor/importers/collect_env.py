@@ -122,11 +122,16 @@ _GPU_GROUP = re.compile(r"^GPU (\d+(?:,\s*\d+)+): (.+)$")
 _FORK_LIBS = re.compile(r"^(sglang|vllm|flashinfer\w*|sgl_kernel|triton|transformers):\s")
 
 
+_FORK_SIGN = re.compile(r"(?m)^(?:GPU \d+,|Python: |PyTorch: |CUDA Driver Version: |CUDA_HOME: )")
+
+
 def unfork(text: str) -> str:
     """Forks of collect_env (SGLang's check_env) written as torch's layout: their keys renamed,
     a "GPU 0,1,2: name" line as one line per GPU, and their package list under "Versions of
     relevant libraries" (which the parser skips). Torch's own layout comes back as it was."""
-    if not re.search(r"(?m)^(?:GPU \d+,|Python: |PyTorch: |CUDA Driver Version: |CUDA_HOME: )", text):
+    if not re.search(
+        r"(?m)^(?:GPU \d+,|Python: |PyTorch: |CUDA Driver Version: |CUDA_HOME: )", text
+    ):
         return text
     out: list[str] = []
     libs = False

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from hwadvisor.importers.base import Imported, Sample, empty_profile
 from hwadvisor.importers.collect_env import CollectEnvError, lscpu_cut, parse_collect_env
+from hwadvisor.importers.evidence import KeyIndex, keys_found, line_keys
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Source
-
-from hwadvisor.importers.evidence import KeyIndex, keys_found, line_keys
 
 #: lscpu's keys (flat and tree layouts, util-linux 2.2x to 2.40); the ones that say what the
 #: CPU is count for more.
@@ -84,7 +83,7 @@ def _lscpu_body(text: str) -> str | None:
     for i, line in enumerate(lines[start:], start):
         key = keys.get(i)
         known = _INDEX.match(key, first=i == start) if key else None
-        if known and known != " ".join(key.split()):
+        if key and known and known != " ".join(key.split()):
             line = line.replace(key, known, 1)
         body.append(line.rstrip())
     return "\n".join(body)

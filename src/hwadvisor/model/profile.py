@@ -213,6 +213,12 @@ class MigInstance(StrictModel):
     """SMs in this MIG slice: its share of the GPU."""
 
 
+#: Why the facts of a GPU are null when the source states how many GPUs there are but the text
+#: holds fewer ("Attached GPUs : 8" above one GPU's block): such a GPU is listed, every fact
+#: unknown with this reason.
+NOT_SHOWN = "not in the pasted text"
+
+
 class GpuInfo(StrictModel):
     """One GPU as the vendor library (or torch) sees it."""
 
