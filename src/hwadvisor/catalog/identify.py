@@ -27,6 +27,10 @@ def memory_from_name(name: str) -> int | None:
     return int(match.group(1)) * 1024**3
 
 
+def _gib(gb: float) -> int:
+    return int(gb * 1024**3)
+
+
 def identify_gpus(profile: Profile) -> None:
     """What the GPU catalog knows of each named card: the row it matched (``catalog_name``) and
     its class, and — where the source did not say — memory, architecture and compute
@@ -36,13 +40,16 @@ def identify_gpus(profile: Profile) -> None:
         name = gpu.name.value
         if not name:
             continue
-        if gpu.vram_total_bytes.value is None and memory_from_name(name):
-            # The name states it, whether or not the catalog knows the card.
-            gpu.vram_total_bytes = Fact(value=memory_from_name(name), source=Source.DERIVED)
-        key = (name, gpu.vram_total_bytes.value)
+        named = memory_from_name(name) if gpu.vram_total_bytes.value is None else None
+        key = (name, gpu.vram_total_bytes.value or named)
         if key not in found:
             found[key] = find_gpu_peak(*key)
         peak = found[key]
+        known = peak is not None and peak.origin == "catalog"
+        if named and not (known and peak and peak.memory_gb and _gib(peak.memory_gb) == named):
+            # The name states it (A800-SXM4-80GB): used whether or not the catalog knows the
+            # card; where the catalog's row says the same, the row is the source.
+            gpu.vram_total_bytes = Fact(value=named, source=Source.DERIVED)
         if peak is None or peak.origin != "catalog":
             reason = f"{name!r} is not in hwadvisor's GPU catalog"
             gpu.catalog_name = unknown(reason)
@@ -52,7 +59,7 @@ def identify_gpus(profile: Profile) -> None:
         gpu.gpu_class = Fact(value=peak.gpu_class, source=Source.CATALOG)
         if gpu.vram_total_bytes.value is None and peak.memory_gb:
             # The catalog's "80 GB" is what the driver reports in MiB / 1024 (A100 80GB: 81920).
-            value = int(peak.memory_gb * 1024**3)
+            value = _gib(peak.memory_gb)
             gpu.vram_total_bytes = Fact(value=value, source=Source.CATALOG)
         if gpu.vendor == "amd":
             # On AMD the architecture fact is the gfx target, as amdsmi and HIP name it (what
