@@ -23,9 +23,17 @@ MAX_LINES = 600
 class KeyIndex:
     """The keys a format prints (each with a weight), indexed for the lookups above."""
 
-    def __init__(self, weights: Mapping[str, float], *, case: bool = True) -> None:
+    def __init__(
+        self,
+        weights: Mapping[str, float],
+        *,
+        aliases: Mapping[str, str] | None = None,
+        case: bool = True,
+    ) -> None:
         self.case = case
         self.weights = {self._fold(k): w for k, w in weights.items()}
+        #: What a fork of the tool calls a key ("Total CPU(s)" for "CPU(s)").
+        self.aliases = {self._fold(k): self._fold(v) for k, v in (aliases or {}).items()}
         self.dropped: dict[str, str] = {}
         for key in self.weights:
             if len(key) >= 6:
@@ -41,6 +49,8 @@ class KeyIndex:
         key = self._fold(key)
         if key in self.weights:
             return key
+        if key in self.aliases:
+            return self.aliases[key]
         if len(key) >= 5 and key in self.dropped:
             return self.dropped[key]
         if first and len(key) >= 4:

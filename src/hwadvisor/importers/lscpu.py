@@ -56,7 +56,9 @@ _INDEX = KeyIndex(
         "CPU(s)": 2.0,
         "Model name": 2.0,
         "Vendor ID": 1.5,
-    }
+    },
+    # A BSD clone of lscpu names two keys its own way.
+    aliases={"Total CPU(s)": "CPU(s)", "Vendor": "Vendor ID"},
 )
 #: What the CPU section must hold to be read: its CPU count, and its model or vendor.
 _CORE = ("CPU(s)", "Model name", "Vendor ID")

@@ -21,7 +21,8 @@ from hwadvisor.model.facts import Source
 
 __all__ = ["FORMAT", "looks_like_nvidia_smi_q", "parse_nvidia_smi_q"]
 
-_BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
+#: The banner (a stray inline-code backtick or quote a paste left before it is allowed).
+_BANNER = re.compile(r"^[`'\"]{0,3}=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[^:]+?)\s*(?::\s*(?P<value>.*?))?\s*$")
 
