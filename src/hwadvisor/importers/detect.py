@@ -123,11 +123,14 @@ def read_one(text: str, origin: str) -> tuple[Format, Imported]:
 
 
 def unknown_format_message(sample: Sample) -> str:
-    """What to say of text no format takes: the formats tried, and what it comes closest to."""
+    """What to say of text no format takes, in one line: the formats tried, the one it comes
+    closest to, and the command whose output to paste instead."""
     names = ", ".join(f.name for f in formats())
-    hint = closest(sample)
-    message = f"{UNKNOWN_FORMAT} (tried {names}, and an hwadvisor profile)"
-    return f"{message}; {hint}" if hint else message
+    hint = closest(sample) or (
+        "it looks like none of them; paste the whole output of `nvidia-smi -q` or "
+        "`python -m torch.utils.collect_env` (hwadvisor import --help lists every format)"
+    )
+    return f"{UNKNOWN_FORMAT} (tried {names}, and an hwadvisor profile); {hint}"
 
 
 def detect_format(text: str) -> str | None:
