@@ -28,7 +28,8 @@ _QUOTE_PREFIX = re.compile(r"^(\s*(?:>\s?)*)(.*)$")
 def strip_escapes(text: str) -> str:
     """``text`` without terminal escape sequences (whole ones, and SGR ones that lost their
     ESC); any ESC left alone is dropped too."""
-    text = _ESCAPES.sub("", text).replace("\x1b", "")
+    if "\x1b" in text or "\x9b" in text:
+        text = _ESCAPES.sub("", text).replace("\x1b", "")
     return _BARE_SGR.sub("", text) if "m" in text and "[" in text else text
 
 
@@ -56,7 +57,12 @@ def clean_paste(text: str) -> str:
     line, trailing carriage returns, HTML ``&nbsp;``."""
     text = strip_escapes(text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ").split("\n")
-    lines = [piece for line in lines for piece in _unfence(line)]
+    if "```" in text or "~~~" in text:
+        lines = [
+            piece
+            for line in lines
+            for piece in (_unfence(line) if "```" in line or "~~~" in line else [line])
+        ]
     quoted = [line for line in lines if line.strip()]
     if quoted and all(line.lstrip().startswith(">") for line in quoted):
         lines = [re.sub(r"^\s*>\s?", "", line) for line in lines]
