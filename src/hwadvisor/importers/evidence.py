@@ -9,13 +9,11 @@ first line only) its end. What each format makes of the keys found is its own ``
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 __all__ = ["KeyIndex", "keys_found", "line_keys"]
 
-#: The key of a ``Key: value`` (or ``Key = value``) line: text before the first colon.
-_KEY = re.compile(r"^\s*([A-Za-z_][^:=\n]{0,60}?)\s*[:=]")
 #: Lines looked at: every format shows what it is near its start.
 MAX_LINES = 600
 
@@ -60,14 +58,21 @@ class KeyIndex:
         return None
 
 
-def line_keys(text: str) -> list[tuple[int, str]]:
-    """(line number, key) of the ``Key: value`` lines among the first :data:`MAX_LINES`."""
+@lru_cache(maxsize=8)
+def line_keys(text: str) -> tuple[tuple[int, str], ...]:
+    """(line number, key) of the ``Key: value`` lines among the first :data:`MAX_LINES`: the
+    text before a line's first colon (or equals sign) within its first 64 characters. Kept for
+    the last few texts: every format that weighs keys asks for the same sample's."""
     out = []
     for number, line in enumerate(text.split("\n", MAX_LINES)[:MAX_LINES]):
-        match = _KEY.match(line)
-        if match:
-            out.append((number, match.group(1)))
-    return out
+        colon, equals = line.find(":", 0, 64), line.find("=", 0, 64)
+        cut = min(i for i in (colon, equals, 64) if i >= 0)
+        if cut == 64 or cut == 0:
+            continue
+        key = line[:cut].strip()
+        if key and (key[0].isalpha() or key[0] == "_") and "\t" not in key:
+            out.append((number, key))
+    return tuple(out)
 
 
 def _first_line(text: str) -> int:

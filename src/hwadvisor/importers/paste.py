@@ -36,6 +36,11 @@ def strip_escapes(text: str) -> str:
 def _unfence(line: str) -> list[str]:
     """The lines ``line`` holds once its code fences are taken off: the text before a fence and
     the text after it (other than an info string) are kept, each on a line of its own."""
+    bare = line.strip().lstrip(">").strip()
+    if bare.startswith(("```", "~~~")):
+        rest = bare.strip("`~ ")
+        if not rest or _INFO.fullmatch(rest):
+            return []  # a fence line, with its language name or none: the common case
     match = _QUOTE_PREFIX.match(line)
     prefix, rest = (match.group(1), match.group(2)) if match else ("", line)
     if not _FENCE.search(rest):
@@ -51,18 +56,49 @@ def _unfence(line: str) -> list[str]:
     return out
 
 
+def _fence_hits(text: str) -> list[int]:
+    """Where three backticks or tildes start, in order (plain searches: fast on a megabyte)."""
+    hits = []
+    for mark in ("```", "~~~"):
+        at = text.find(mark)
+        while at >= 0:
+            hits.append(at)
+            at = text.find("\n", at)
+            at = text.find(mark, at) if at >= 0 else -1
+    return sorted(hits)
+
+
+def _unfence_text(text: str) -> str:
+    """``text`` with :func:`_unfence` applied to each line that holds a fence (found by a plain
+    search: a megabyte of output has a few), a line that was only a fence dropped whole."""
+    pieces: list[str] = []
+    pos = 0
+    for hit in _fence_hits(text):
+        start = text.rfind("\n", 0, hit) + 1
+        if start < pos:
+            continue  # a second fence on a line already done
+        end = text.find("\n", hit)
+        end = len(text) if end < 0 else end
+        pieces.append(text[pos:start])
+        kept = _unfence(text[start:end])
+        if kept:
+            pieces.append("\n".join(kept))
+            pos = end
+        else:
+            pos = min(end + 1, len(text))
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
 def clean_paste(text: str) -> str:
     """What a paste wraps around tool output, taken off: terminal escape sequences, Markdown
     code fences wherever they sit (the text sharing their line kept), ``>`` quote marks on every
     line, trailing carriage returns, HTML ``&nbsp;``."""
     text = strip_escapes(text)
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ").split("\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("&nbsp;", " ")
     if "```" in text or "~~~" in text:
-        lines = [
-            piece
-            for line in lines
-            for piece in (_unfence(line) if "```" in line or "~~~" in line else [line])
-        ]
+        text = _unfence_text(text)
+    lines = text.split("\n")
     quoted = [line for line in lines if line.strip()]
     if quoted and all(line.lstrip().startswith(">") for line in quoted):
         lines = [re.sub(r"^\s*>\s?", "", line) for line in lines]
