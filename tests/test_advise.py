@@ -681,3 +681,12 @@ def test_absurd_custom_workloads(kwargs: dict[str, Any]) -> None:
 def test_unknown_preset_lists_close_matches() -> None:
     with pytest.raises(WorkloadError, match="resnet50-imagenet"):
         get_workload("resnet")
+
+
+def test_serving_counts_the_gpus_not_shown_as_the_shown_model() -> None:
+    from hwadvisor.advise.serving import machine_options
+
+    options = machine_options(_profile(A100_XML))
+    gpu = next(o for o in options if o.gpus)
+    assert gpu.gpus == 4
+    assert "3 not in the imported text, assumed to be the same" in gpu.hardware

@@ -38,7 +38,7 @@ from hwadvisor.memory import (
     spec_from_workload,
 )
 from hwadvisor.methods import QLORA_SLOWDOWN, recompute_factor
-from hwadvisor.model.profile import NOT_SHOWN, GpuInfo, Profile
+from hwadvisor.model.profile import NOT_SHOWN, GpuInfo, Profile, assumed_like_shown
 from hwadvisor.workloads import (
     Estimate,
     Workload,
@@ -562,20 +562,17 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     from_catalog = False
     if memory is None and peak is not None and catalog_memory(peak) is not None:
         memory, from_catalog = catalog_memory(peak), True
-    count = sum(1 for g in gpus if g.name.value == first.name.value and g in shown)
-    assumed = len(gpus) - len(shown)
-    same = bool(shown) and all(g.name.value == first.name.value for g in shown)
-    if assumed and same and first.name.value:
-        # An import that counts GPUs it does not show ("Attached GPUs : 8" above one GPU's
-        # block): the rest are taken to be the model of the identical ones shown.
-        count += assumed
+    # GPUs an import counts but does not show ("Attached GPUs : 8" above one GPU's block) are
+    # taken to be the model of the shown ones where those are identical, and the basis says so.
+    assumed = assumed_like_shown(gpus)
+    count = sum(1 for g in shown if g.name.value == first.name.value) + assumed
     title = f"this machine's GPU{'s' if count > 1 else ''} ({count}× {name})"
     assumed_note = (
         [
             f"{assumed} of the {count} GPUs are not in the imported text: assumed to be {name} "
             "like the ones shown"
         ]
-        if assumed and same and first.name.value
+        if assumed
         else []
     )
     if peak is None:

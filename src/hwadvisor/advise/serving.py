@@ -24,7 +24,7 @@ from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
 from hwadvisor.model.bench import BenchStatus, Measurement
-from hwadvisor.model.profile import Profile
+from hwadvisor.model.profile import Profile, assumed_like_shown
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
 ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm")
@@ -184,10 +184,17 @@ def machine_options(profile: Profile) -> list[_Candidate]:
         if flops is None and row is not None:
             flops = _flops_peak(row, "float")
         if bandwidth and flops:
-            n = len(gpus)
+            # With the GPUs an import counts but does not show, where the shown are one model.
+            assumed = assumed_like_shown(profile.gpus)
+            n = len(gpus) + assumed
             out.append(
                 _Candidate(
-                    hardware=f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}",
+                    hardware=(f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}")
+                    + (
+                        f" ({assumed} not in the imported text, assumed to be the same)"
+                        if assumed
+                        else ""
+                    ),
                     origin="this machine",
                     scenario_class=2 if n == 1 else 3,
                     gpus=n,
