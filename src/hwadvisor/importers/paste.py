@@ -16,8 +16,9 @@ _ESCAPES = re.compile(
     r"|\x1b[@-_=>]"
     r"|\x9b[0-?]*[ -/]*[@-~]"
 )
-#: An SGR sequence whose ESC was lost on the way (a web form drops it): ``[4mGPU0[0m``.
-_BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3}){0,4})?m")
+#: An SGR sequence whose ESC was lost on the way (a web form drops it): ``[4mGPU0[0m``. At
+#: least one number: a bare ``[m`` is more often text (``[mlx5_0]``) than a lost reset.
+_BARE_SGR = re.compile(r"\[\d{1,3}(?:;\d{1,3}){0,4}m")
 #: A Markdown code fence: three or more backticks anywhere, or tildes opening a line.
 _FENCE = re.compile(r"`{3,}|^~{3,}")
 #: What may follow an opening fence as its info string ("text", "console", "bash", "c++").
