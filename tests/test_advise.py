@@ -162,10 +162,25 @@ def test_imported_a100_uses_the_gpu(path: Path) -> None:
 
 
 def test_four_a100s_beat_one() -> None:
-    one = advise(_profile(A100_XML), get_workload("resnet50-imagenet"))
+    alone = _profile(A100_ENV)
+    alone.gpus = alone.gpus[:1]
+    one = advise(alone, get_workload("resnet50-imagenet"))
     four = advise(_profile(A100_ENV), get_workload("resnet50-imagenet"))
     assert four.this_machine.seconds is not None and one.this_machine.seconds is not None
     assert four.this_machine.seconds < one.this_machine.seconds
+
+
+def test_gpus_counted_but_not_shown_are_assumed_the_shown_model() -> None:
+    """The XML states 4 attached GPUs and holds one: 4 are listed (3 with facts unknown), and
+    the advice takes the 3 to be A100s like the one shown, and says so."""
+    profile = _profile(A100_XML)
+    assert len(profile.gpus) == 4
+    assert [g.name.reason for g in profile.gpus[1:]] == ["not in the pasted text"] * 3
+    assert "gpus-not-shown" in {f.id for f in profile.findings}
+    advice = advise(profile, get_workload("resnet50-imagenet"))
+    assert "4×" in advice.this_machine.hardware
+    row = next(r for r in advice.estimates if r.origin == "this-machine" and r.gpus)
+    assert "assumed to be NVIDIA A100-SXM4-80GB" in row.basis
 
 
 # --------------------------------------------------------------------------------------------
@@ -666,3 +681,12 @@ def test_absurd_custom_workloads(kwargs: dict[str, Any]) -> None:
 def test_unknown_preset_lists_close_matches() -> None:
     with pytest.raises(WorkloadError, match="resnet50-imagenet"):
         get_workload("resnet")
+
+
+def test_serving_counts_the_gpus_not_shown_as_the_shown_model() -> None:
+    from hwadvisor.advise.serving import machine_options
+
+    options = machine_options(_profile(A100_XML))
+    gpu = next(o for o in options if o.gpus)
+    assert gpu.gpus == 4
+    assert "3 not in the imported text, assumed to be the same" in gpu.hardware

@@ -64,7 +64,7 @@ def test_unknown_text_says_what_it_comes_closest_to(text: str, hint: str | None)
         import_text(text, "p.txt")
     message = str(err.value)
     assert message.startswith(f"p.txt: {UNKNOWN_FORMAT} (tried ")
-    assert message.endswith(f"; {hint}")
+    assert f"; {hint}; paste the whole output of `" in message
     assert "\n" not in message
 
 

@@ -3,8 +3,9 @@ read: the yardstick of ``benchmarks/import_coverage.py`` and ``tests/test_import
 
 Each ``[[paste]]`` of an expectations file names a recorded paste and what its text states —
 written by reading the text, never by running the importer. Keys (all but ``file`` and
-``format`` optional): ``gpus`` (count), ``gpu`` (words every GPU's name or catalog row contains:
-"A100"), ``vram_gib`` (the first GPU's memory, within 3 %), ``driver``, ``cpu`` (words of the CPU
+``format`` optional): ``gpus`` (count, the GPUs the text counts but does not show included),
+``gpu`` (words every GPU's name or catalog row contains: "A100"; GPUs not shown are skipped),
+``vram_gib`` (the first GPU's memory, within 3 %), ``driver``, ``cpu`` (words of the CPU
 model), ``logical_cores``, ``physical_cores``, ``memory_gib`` (system RAM, within 3 %),
 ``hostname``, ``truncated`` (whether the text is visibly cut off), ``finding`` (an id the import
 must report).
@@ -20,7 +21,7 @@ import tomllib
 
 from hwadvisor.errors import InputError
 from hwadvisor.importers.detect import detect_format, import_text
-from hwadvisor.model.profile import Profile
+from hwadvisor.model.profile import NOT_SHOWN, Profile
 
 _KEYS = {
     "file",
@@ -89,6 +90,8 @@ def _compare(entry: dict[str, Any], profile: Profile) -> list[str]:
     if "gpu" in entry:
         words = entry["gpu"].lower().split()
         for gpu in gpus:
+            if gpu.name.reason == NOT_SHOWN:
+                continue  # counted by the text, not shown in it: nothing to name
             said = f"{gpu.name.value or ''} {gpu.catalog_name.value or ''}".lower()
             if not all(word in said for word in words):
                 misses.append(f"gpu {gpu.index}: {gpu.name.value!r}, text states {entry['gpu']!r}")

@@ -38,7 +38,7 @@ from hwadvisor.memory import (
     spec_from_workload,
 )
 from hwadvisor.methods import QLORA_SLOWDOWN, recompute_factor
-from hwadvisor.model.profile import GpuInfo, Profile
+from hwadvisor.model.profile import NOT_SHOWN, GpuInfo, Profile, assumed_like_shown
 from hwadvisor.workloads import (
     Estimate,
     Workload,
@@ -554,15 +554,27 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
     gpus = [g for g in profile.gpus if not g.lost and g.backend in ("cuda", "rocm", "xpu")]
     if not gpus or w.kind == "classical":
         return None
-    first: GpuInfo = gpus[0]
+    shown = [g for g in gpus if g.name.reason != NOT_SHOWN]
+    first: GpuInfo = shown[0] if shown else gpus[0]
     name = first.name.value or "unknown GPU"
     peak = find_gpu_peak(name, first.vram_total_bytes.value)
     memory = first.vram_total_bytes.value
     from_catalog = False
     if memory is None and peak is not None and catalog_memory(peak) is not None:
         memory, from_catalog = catalog_memory(peak), True
-    count = sum(1 for g in gpus if g.name.value == first.name.value)
+    # GPUs an import counts but does not show ("Attached GPUs : 8" above one GPU's block) are
+    # taken to be the model of the shown ones where those are identical, and the basis says so.
+    assumed = assumed_like_shown(gpus)
+    count = sum(1 for g in shown if g.name.value == first.name.value) + assumed
     title = f"this machine's GPU{'s' if count > 1 else ''} ({count}× {name})"
+    assumed_note = (
+        [
+            f"{assumed} of the {count} GPUs are not in the imported text: assumed to be {name} "
+            "like the ones shown"
+        ]
+        if assumed
+        else []
+    )
     if peak is None:
         return Rate(
             title,
@@ -571,9 +583,9 @@ def _this_gpus(w: Workload, profile: Profile, rules: Rules) -> Rate | None:
             None,
             memory,
             memory,
-            notes=[f"{name!r} is not in the GPU catalog: no estimate"],
+            notes=[f"{name!r} is not in the GPU catalog: no estimate", *assumed_note],
         )
-    notes: list[str] = []
+    notes: list[str] = [*assumed_note]
     derate = 1.0
     calibrated = False
     precision = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(w.precision, "fp32")

@@ -24,7 +24,7 @@ from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
 from hwadvisor.model.bench import BenchStatus, Measurement
-from hwadvisor.model.profile import Profile
+from hwadvisor.model.profile import Profile, assumed_like_shown
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
 ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm")
@@ -232,11 +232,19 @@ def machine_options(profile: Profile) -> list[_Candidate]:
             vram = int(big.memory_total_bytes.value or 0)
             slice_name = big.name.value or f"{vram / 2**30:.0f} GiB MIG slice"
         if bandwidth and flops:
-            n = 1 if slice_name else len(gpus)  # no tensor parallelism across MIG slices
+            # With the GPUs an import counts but does not show, where the shown are one model;
+            # a MIG slice is one device (no tensor parallelism across slices).
+            assumed = 0 if slice_name else assumed_like_shown(profile.gpus)
+            n = 1 if slice_name else len(gpus) + assumed
             out.append(
                 _Candidate(
                     hardware=(f"this machine: {n}× {name}" if n > 1 else f"this machine: {name}")
-                    + (f" (one MIG slice: {slice_name})" if slice_name else ""),
+                    + (f" (one MIG slice: {slice_name})" if slice_name else "")
+                    + (
+                        f" ({assumed} not in the imported text, assumed to be the same)"
+                        if assumed
+                        else ""
+                    ),
                     origin="this machine",
                     scenario_class=2 if n == 1 else 3,
                     gpus=n,

@@ -20,7 +20,8 @@ from hwadvisor.importers.base import (
     new_gpu,
     new_nvml,
 )
-from hwadvisor.importers.registry import Format
+from hwadvisor.importers.evidence import KeyIndex, keys_found
+from hwadvisor.importers.registry import SURE, Format
 from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.profile import (
     CpuInfo,
@@ -106,12 +107,107 @@ def unsection(text: str) -> str:
     return "\n".join(out)
 
 
-def looks_like_collect_env(text: str) -> bool:
-    """Two of collect_env's fixed header lines start lines of ``text`` (in torch's layout or
-    vLLM's sectioned one), or it is the CPU part."""
-    text = unsection(text)
+#: SGLang's ``python3 -m sglang.check_env``: its keys, as torch's collect_env names them.
+_FORK_KEYS = {
+    "Python": "Python version",
+    "PyTorch": "PyTorch version",
+    "CUDA available": "Is CUDA available",
+    "CUDA Driver Version": "Nvidia driver version",
+    "NVIDIA Topology": "GPU Topology",
+}
+_FORK_LINE = re.compile(r"^(Python|PyTorch|CUDA available|CUDA Driver Version|NVIDIA Topology):")
+#: "GPU 0,1,2,3: NVIDIA H100 80GB HBM3": one line for several GPUs of one model.
+_GPU_GROUP = re.compile(r"^GPU (\d+(?:,\s*\d+)+): (.+)$")
+#: The first package line of check_env's list (the library versions follow the header).
+_FORK_LIBS = re.compile(r"^(sglang|vllm|flashinfer\w*|sgl_kernel|triton|transformers):\s")
+
+
+_FORK_SIGN = re.compile(r"(?m)^(?:GPU \d+,|Python: |PyTorch: |CUDA Driver Version: |CUDA_HOME: )")
+
+
+def unfork(text: str) -> str:
+    """Forks of collect_env (SGLang's check_env) written as torch's layout: their keys renamed,
+    a "GPU 0,1,2: name" line as one line per GPU, and their package list under "Versions of
+    relevant libraries" (which the parser skips). Torch's own layout comes back as it was."""
+    if not re.search(
+        r"(?m)^(?:GPU \d+,|Python: |PyTorch: |CUDA Driver Version: |CUDA_HOME: )", text
+    ):
+        return text
+    out: list[str] = []
+    libs = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        fork = _FORK_LINE.match(stripped)
+        group = _GPU_GROUP.match(stripped)
+        if fork:
+            key = fork.group(1)
+            out.append(f"{_FORK_KEYS[key]}:{stripped[len(key) + 1 :]}")
+        elif group:
+            indices = [i.strip() for i in group.group(1).split(",")]
+            out += [f"GPU {i}: {group.group(2)}" for i in indices]
+        elif not libs and _FORK_LIBS.match(stripped):
+            out += ["Versions of relevant libraries:", line]
+            libs = True
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _weights() -> dict[str, float]:
+    weights = dict.fromkeys(
+        (
+            "PyTorch version",
+            "Is debug build",
+            "CUDA used to build PyTorch",
+            "ROCM used to build PyTorch",
+            "GCC version",
+            "Clang version",
+            "CMake version",
+            "Libc version",
+            "Python version",
+            "Python platform",
+            "Is CUDA available",
+            "CUDA runtime version",
+            "CUDA_MODULE_LOADING set to",
+            "GPU models and configuration",
+            "Nvidia driver version",
+            "cuDNN version",
+            "HIP runtime version",
+            "MIOpen runtime version",
+            "Is XNNPACK available",
+            "Is XPU available",
+            "XPU used to build PyTorch",
+            "Versions of relevant libraries",
+            "CUDA_HOME",
+            "NVCC",
+            "GPU Topology",
+        ),
+        1.0,
+    )
+    # Words other reports print too count for less.
+    weights.update({"OS": 0.5, "CPU": 0.5})
+    return weights
+
+
+_INDEX = KeyIndex(_weights())
+
+
+def collect_env_score(text: str) -> float:
+    """How much of ``text`` is collect_env (torch's, vLLM's sectioned layout, or a fork's):
+    sure with two of its fixed header lines or its CPU part, else by how many of its keys lines
+    start with (five or more: sure; a paste that starts part-way keeps most of them)."""
+    text = unfork(unsection(text))
     markers = sum(bool(re.search(rf"(?m)^{re.escape(m)}", text)) for m in MARKERS)
-    return markers >= 2 or _CPU_SECTION.match(text) is not None
+    if markers >= 2 or _CPU_SECTION.match(text) is not None:
+        return SURE
+    found = keys_found(text, _INDEX)
+    return min(SURE, sum(found.values()) / 5)
+
+
+def looks_like_collect_env(text: str) -> bool:
+    """collect_env's own header lines, its CPU part, or enough of its keys (see
+    :func:`collect_env_score`)."""
+    return collect_env_score(text) >= SURE
 
 
 def parse_collect_env(text: str, source: Source = SRC) -> Profile:
@@ -124,9 +220,9 @@ def parse_collect_env(text: str, source: Source = SRC) -> Profile:
 
 
 def _read(text: str, source: Source = SRC) -> Imported:
-    flat = unsection(text)
+    flat = unfork(unsection(text))
     top, gpu_lines, cpu_lines = _split(flat)
-    if not cpu_lines and not any(marker.rstrip(":") in top for marker in MARKERS):
+    if not cpu_lines and not any(_INDEX.match(key) for key in top):
         raise CollectEnvError("no collect_env header lines (PyTorch version: ...)")
     torch = _torch(top)
     gpu_lines, too_many = cap_gpus(gpu_lines)
@@ -140,7 +236,7 @@ def _read(text: str, source: Source = SRC) -> Imported:
         gpus=gpus,
         frameworks=Frameworks(torch=torch),
     )
-    profile.gpu_topology = gpu_topology(text)
+    profile.gpu_topology = gpu_topology(flat)
     return Imported(
         profile, truncated=too_many or _cut(flat, top, cpu_lines), unmodelled=accelerators(text)
     )
@@ -546,6 +642,7 @@ FORMAT = Format(
     name="collect_env output",
     source=SRC,
     sniff=lambda sample: looks_like_collect_env(sample.head),
+    score=lambda sample: collect_env_score(sample.head),
     parse=lambda sample: _read(sample.text),
     rank=40,
     near=_near,

@@ -17,14 +17,15 @@ from pydantic import BaseModel
 from hwadvisor import __version__
 from hwadvisor.catalog.identify import identify_gpus
 from hwadvisor.errors import InputError
-from hwadvisor.importers.base import Imported, ImportFormatError, Sample
+from hwadvisor.importers.base import MAX_GPUS, Imported, ImportFormatError, Sample, new_gpu
 from hwadvisor.importers.collect_env import now_utc
 from hwadvisor.importers.merge import Part, merge
-from hwadvisor.importers.paste import clean_paste
+from hwadvisor.importers.paste import clean_paste, strip_escapes
 from hwadvisor.importers.registry import Format, closest, detect, formats
-from hwadvisor.model.facts import Fact, fact, unknown
+from hwadvisor.model.facts import Fact, Source, fact, unknown
 from hwadvisor.model.load import parse_profile, read_text_file
 from hwadvisor.model.profile import (
+    NOT_SHOWN,
     Diagnostics,
     Finding,
     HostIdentity,
@@ -122,11 +123,14 @@ def read_one(text: str, origin: str) -> tuple[Format, Imported]:
 
 
 def unknown_format_message(sample: Sample) -> str:
-    """What to say of text no format takes: the formats tried, and what it comes closest to."""
+    """What to say of text no format takes, in one line: the formats tried, the one it comes
+    closest to, and the command whose output to paste instead."""
     names = ", ".join(f.name for f in formats())
-    hint = closest(sample)
-    message = f"{UNKNOWN_FORMAT} (tried {names}, and an hwadvisor profile)"
-    return f"{message}; {hint}" if hint else message
+    hint = closest(sample) or (
+        "it looks like none of them; paste the whole output of `nvidia-smi -q` or "
+        "`python -m torch.utils.collect_env` (hwadvisor import --help lists every format)"
+    )
+    return f"{UNKNOWN_FORMAT} (tried {names}, and an hwadvisor profile); {hint}"
 
 
 def detect_format(text: str) -> str | None:
@@ -144,7 +148,9 @@ def detect_format(text: str) -> str | None:
 def _check(text: str, origin: str) -> None:
     if not text.strip():
         raise InputError(f"{origin}: empty file")
-    if _BINARY.search(text):
+    if _BINARY.search(text) and _BINARY.search(strip_escapes(text)):
+        # Terminal escapes (nvidia-smi topo -m underlines its header even into a file) are
+        # taken off with the rest of what a paste wraps around the output.
         raise InputError(f"{origin}: not text (control characters; a binary file?)")
 
 
@@ -193,11 +199,60 @@ def _finish(parts: list[tuple[Part, Imported]]) -> Profile:
         ],
         conflicts=conflicts,
     )
+    not_shown = _list_not_shown(profile)
     identify_gpus(profile)
     _mark_unknown(profile, f"not in {names}")
     profile.findings = assess(profile)
     profile.findings += _import_findings(parts, conflicts)
+    if not_shown:
+        profile.findings.append(_not_shown_finding(profile, not_shown))
     return profile
+
+
+def _list_not_shown(profile: Profile) -> int:
+    """The GPUs a source counts ("Attached GPUs : 8", "N GPUs") but the text does not show,
+    listed with every fact unknown (:data:`NOT_SHOWN`); how many were added."""
+    stated = profile.nvml.device_count.value
+    shown = profile.gpus
+    if not isinstance(stated, int) or stated <= len(shown) or len(shown) >= MAX_GPUS:
+        return 0
+    stated = min(stated, MAX_GPUS)
+    first = shown[0] if shown else None
+    used = {gpu.index for gpu in shown}
+    free = (i for i in range(stated + len(shown)) if i not in used)
+    added = [
+        new_gpu(
+            next(free),
+            vendor=first.vendor if first else "nvidia",
+            backend=first.backend if first else "cuda",
+            source=profile.nvml.device_count.source or Source.NVIDIA_SMI,
+            missing=NOT_SHOWN,
+        )
+        for _ in range(stated - len(shown))
+    ]
+    profile.gpus = sorted([*shown, *added], key=lambda gpu: gpu.index)
+    return len(added)
+
+
+def _not_shown_finding(profile: Profile, count: int) -> Finding:
+    total = len(profile.gpus)
+    names = {gpu.name.value for gpu in profile.gpus if gpu.name.reason != NOT_SHOWN}
+    model = next(iter(names)) if len(names) == 1 else None
+    if model:
+        assume = (
+            f"the advice assumes they are {model} like the {total - count} shown "
+            f"(the shown ones are identical)"
+        )
+    else:
+        assume = "the advice counts only the GPUs shown"
+    return Finding(
+        id="gpus-not-shown",
+        severity=Severity.INFO,
+        title=f"{count} of the {total} GPUs the text counts are not in it",
+        detail=f"the source states {total} GPUs and shows {total - count}; the others are "
+        f"listed with every fact unknown ({NOT_SHOWN}); {assume}",
+        fix="paste the whole output to have every GPU's facts",
+    )
 
 
 def _envelope_conflicts(times: list[str], hosts: list[tuple[str, Part]]) -> list[ImportConflict]:

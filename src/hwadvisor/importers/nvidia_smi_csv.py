@@ -56,7 +56,11 @@ FIELDS: dict[str, tuple[str, str]] = {
 _ROOT_FIELDS = {"driver_version": "driver_version", "count": "attached_gpus"}
 _SKIP = {"index", "timestamp"}
 
-_HEADER_FIELD = re.compile(r"^([a-z_.]+)(?:\s*\[[^\]]*\])?$")
+#: A column of nvidia-smi's header: a field name (dotted, lower or camel case:
+#: ``memory.total``, ``encoder.stats.sessionCount``) and its unit in brackets.
+_HEADER_FIELD = re.compile(r"^([a-z][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:\s*\[[^\]]*\])?$")
+#: Columns that name one GPU: rows with the same value are samples of one GPU (``-l 1``).
+_IDENTITY = ("uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id", "serial", "gpu_serial", "index")
 #: The command line pasted above a ``noheader`` table names its columns.
 _QUERY = re.compile(r"--query-gpu[= ]([A-Za-z0-9_.,]+)")
 _GPU_NAME = re.compile(r"\b(NVIDIA|Tesla|GeForce|Quadro|TITAN|RTX|GRID)\b", re.IGNORECASE)
@@ -80,6 +84,9 @@ def _queried(text: str) -> list[str] | None:
 
 
 def _header(row: list[str]) -> list[str] | None:
+    """The field names of a header line, or None when ``row`` is not one: every column a field
+    name as nvidia-smi writes them, at least one the importer reads, and most of them known or
+    dotted (a full header of a current driver has hundreds, most unknown here)."""
     names = []
     for cell in row:
         match = _HEADER_FIELD.match(cell.strip())
@@ -87,7 +94,10 @@ def _header(row: list[str]) -> list[str] | None:
             return None
         names.append(match.group(1))
     known = sum(1 for n in names if n in FIELDS or n in _ROOT_FIELDS or n in _SKIP)
-    return names if known >= max(1, len(names) // 2) else None
+    dotted = sum(1 for n in names if "." in n)
+    if known < 1 or known + dotted < max(1, len(names) // 2):
+        return None
+    return names
 
 
 def _guess(rows: list[list[str]]) -> list[str]:
@@ -144,6 +154,13 @@ def _put(parent: ET.Element, path: str, value: str) -> None:
 
 def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
     """Read the table. Raises :class:`NvidiaSmiXmlError` when no row names a GPU."""
+    return _parse(text)[:2]
+
+
+def _parse(text: str) -> tuple[NvmlInfo, list[GpuInfo], list[str]]:
+    """The table's GPUs, and notes on how it was read: a header repeated (several runs pasted)
+    starts another block of the same GPUs; rows of one GPU (the same UUID, bus id or index, or
+    the same place in each block) are samples of it, folded into one GPU."""
     rows = _rows(text)
     if not rows:
         raise NvidiaSmiXmlError("no comma-separated rows in the nvidia-smi --query-gpu output")
@@ -153,11 +170,28 @@ def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
     else:
         names = _queried(text) or _guess(rows)
     root = ET.Element("nvidia_smi_log")
-    for row in rows[: MAX_GPUS + 1]:
-        if len(root.findall("gpu")) >= MAX_GPUS:
-            break
+    identity = next((names.index(n) for n in _IDENTITY if n in names), None)
+    seen: dict[str, int] = {}  # a GPU's identity → its samples
+    block = 0  # rows since the last header: a GPU's place in its block
+    headers = 0
+    for row in rows:
+        header = _header(row)
+        if header is not None:
+            headers += 1
+            names, block = header, 0
+            identity = next((names.index(n) for n in _IDENTITY if n in names), None)
+            continue
         if len(row) != len(names):
             continue  # a row cut off, or another table's line
+        key = row[identity] if identity is not None else (f"#{block}" if headers else None)
+        block += 1
+        if key is not None and key in seen:
+            seen[key] += 1
+            continue
+        if len(root.findall("gpu")) >= MAX_GPUS:
+            break
+        if key is not None:
+            seen[key] = 1
         gpu = ET.SubElement(root, "gpu")
         for name, value in zip(names, row, strict=True):
             if name in _ROOT_FIELDS:
@@ -168,14 +202,24 @@ def parse_query_csv(text: str) -> tuple[NvmlInfo, list[GpuInfo]]:
                 _put(gpu, path, _with_unit(value, unit))
     if not root.findall("gpu"):
         raise NvidiaSmiXmlError("no GPU rows in the nvidia-smi --query-gpu output")
-    return gpus_from_root(root)
+    notes = []
+    if headers:
+        notes.append(f"the header is repeated {headers} time(s): one table per run, read once")
+    sampled = [count for count in seen.values() if count > 1]
+    if sampled:
+        notes.append(
+            f"{sum(sampled)} rows are {len(sampled)} GPU(s) sampled {max(sampled)} times "
+            "(same UUID, bus id or index): read as one GPU each"
+        )
+    nvml, gpus = gpus_from_root(root)
+    return nvml, gpus, notes
 
 
 def _import(sample: Sample) -> Imported:
-    nvml, gpus = parse_query_csv(sample.text)
+    nvml, gpus, notes = _parse(sample.text)
     rows = len(_rows(sample.text))
-    too_many = cap_gpus(list(range(rows)))[1] if rows > MAX_GPUS else None
-    return Imported(empty_profile(nvml=nvml, gpus=gpus), truncated=too_many)
+    too_many = cap_gpus(list(range(rows)))[1] if len(gpus) >= MAX_GPUS < rows else None
+    return Imported(empty_profile(nvml=nvml, gpus=gpus), truncated=too_many, notes=notes)
 
 
 FORMAT = Format(

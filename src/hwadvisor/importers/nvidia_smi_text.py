@@ -14,13 +14,15 @@ import re
 import xml.etree.ElementTree as ET
 
 from hwadvisor.importers.base import Imported, Sample
+from hwadvisor.importers.evidence import KeyIndex, keys_found
 from hwadvisor.importers.nvidia_smi_xml import NvidiaSmiXmlError, imported_from_root
 from hwadvisor.importers.registry import Format
 from hwadvisor.model.facts import Source
 
 __all__ = ["FORMAT", "looks_like_nvidia_smi_q", "parse_nvidia_smi_q"]
 
-_BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
+#: The banner (a stray inline-code backtick or quote a paste left before it is allowed).
+_BANNER = re.compile(r"^[`'\"]{0,3}=+\s*NVSMI LOG\s*=+\s*$", re.MULTILINE)
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[^:]+?)\s*(?::\s*(?P<value>.*?))?\s*$")
 
@@ -70,6 +72,52 @@ _RENAMES: dict[tuple[str, str], str] = {
 _LISTS = {"mig_devices": "mig_device", "processes": "process_info"}
 
 
+#: The report's own lines before its first GPU: read wherever they sit (before the banner too,
+#: where a paste put them).
+_ROOT_KEYS = {"timestamp", "driver_version", "cuda_version", "attached_gpus"}
+
+_INDEX = KeyIndex(
+    {
+        **dict.fromkeys(
+            (
+                "Timestamp",
+                "Driver Version",
+                "CUDA Version",
+                "Attached GPUs",
+                "Product Brand",
+                "Product Architecture",
+                "Display Mode",
+                "Persistence Mode",
+                "Serial Number",
+                "GPU UUID",
+                "Minor Number",
+                "VBIOS Version",
+                "MultiGPU Board",
+                "Board ID",
+                "GPU Part Number",
+                "FB Memory Usage",
+                "BAR1 Memory Usage",
+                "Bus Id",
+                "Compute Mode",
+                "Accounting Mode",
+            ),
+            1.0,
+        ),
+        "Product Name": 2.0,
+    }
+)
+
+
+def nvidia_smi_q_score(text: str) -> float:
+    """Sure with the banner or a GPU section; else by how many of the report's keys start lines
+    (a paste that begins inside a GPU's block), never likely without a product name."""
+    if looks_like_nvidia_smi_q(text):
+        return 1.0
+    found = keys_found(text, _INDEX)
+    cap = 0.95 if "Product Name" in found else 0.45
+    return min(cap, sum(found.values()) / 7)
+
+
 def looks_like_nvidia_smi_q(text: str) -> bool:
     """The ``==NVSMI LOG==`` banner, or a GPU section of ``Key : value`` lines."""
     if _BANNER.search(text):
@@ -104,9 +152,23 @@ def _to_xml(text: str) -> ET.Element:
             stack = [(-1, root), (0, gpu)]
             continue
         line = _LINE.match(raw.expandtabs(4))
-        if line is None or not started:
-            continue  # a shell prompt or notes before the report
+        if line is None:
+            continue
         indent = len(line.group("indent"))
+        if not started:
+            tag = _name("nvidia_smi_log", line.group("key"))
+            if indent == 0 and tag in _ROOT_KEYS and line.group("value"):
+                # The report's own line before its banner (or a paste that starts after it).
+                if root.find(tag) is None:
+                    ET.SubElement(root, tag).text = line.group("value")
+                continue
+            if tag == "product_name" and line.group("value") and not root.findall("gpu"):
+                # A paste that starts inside the first GPU's block, its header line cut off.
+                gpu = ET.SubElement(root, "gpu", id="")
+                stack = [(-1, root), (indent - 1, gpu)]
+                started = True
+            else:
+                continue  # a shell prompt or notes before the report
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
@@ -121,8 +183,6 @@ def _to_xml(text: str) -> ET.Element:
             element.text = value
         else:
             stack.append((indent, element))
-        if tag == "attached_gpus" and parent is root:
-            started = True
     return root
 
 
@@ -146,6 +206,7 @@ FORMAT = Format(
     name="nvidia-smi -q text",
     source=Source.NVIDIA_SMI,
     sniff=lambda sample: looks_like_nvidia_smi_q(sample.head),
+    score=lambda sample: nvidia_smi_q_score(sample.head),
     parse=lambda sample: parse_nvidia_smi_q(sample.text),
     rank=90,
     near=_near,

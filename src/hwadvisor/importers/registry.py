@@ -2,6 +2,12 @@
 
 A new format is one module with a ``FORMAT`` and one line in :data:`_MODULES`; nothing else
 (detection, the CLI's help, error messages, merging) names formats.
+
+Detection weighs evidence: a format may give a ``score`` (how much of the text looks like it,
+from several features: a paste that starts or ends part-way, lost a letter or comes from a fork
+of the tool still scores), and a format with only ``sniff`` scores 1 when its sniffer takes the
+text. The first format in :data:`_MODULES` order that is sure (:data:`SURE`) reads the text;
+when none is, the one with the most evidence does, if it has enough (:data:`LIKELY`).
 """
 
 from __future__ import annotations
@@ -35,6 +41,23 @@ class Format:
     """For text no format took: "looks like <this> but ..." when it almost is this format."""
     example: str = ""
     """The command that produces it, for the CLI's help."""
+    score: Callable[[Sample], float] | None = None
+    """Optional: how strongly the text looks like this format, from 0 (not at all) through
+    :data:`LIKELY` (readable as it) to :data:`SURE` and above. Formats without one score by
+    their ``sniff``."""
+
+    def evidence(self, sample: Sample) -> float:
+        """The format's score for ``sample`` (``sniff``'s yes as :data:`SURE` where it has no
+        ``score``)."""
+        if self.score is not None:
+            return self.score(sample)
+        return SURE if self.sniff(sample) else 0.0
+
+
+#: A score at which a format is sure the text is its own (what a sniffer's yes means).
+SURE = 1.0
+#: The least score that reads the text as a format when no format is sure.
+LIKELY = 0.5
 
 
 #: Tried in this order; the first whose ``sniff`` says yes reads the file. Richer formats come
@@ -70,19 +93,36 @@ def by_name(name: str) -> Format:
     raise KeyError(name)
 
 
+def scores(sample: Sample) -> list[tuple[Format, float]]:
+    """Every format's score for ``sample``, in detection order."""
+    return [(candidate, candidate.evidence(sample)) for candidate in formats()]
+
+
 def detect(sample: Sample) -> Format | None:
-    """The first format whose sniffer takes ``sample``, or None."""
+    """The first format sure of ``sample``; else the one with the most evidence, when it has
+    at least :data:`LIKELY`; else None."""
+    best: Format | None = None
+    best_score = 0.0
     for candidate in formats():
-        if candidate.sniff(sample):
+        score = candidate.evidence(sample)
+        if score >= SURE:
             return candidate
-    return None
+        if score > best_score:
+            best, best_score = candidate, score
+    return best if best_score >= LIKELY else None
 
 
 def closest(sample: Sample) -> str | None:
-    """For text no format took: what it almost is, from the formats' ``near`` hints."""
+    """For text no format took: what it almost is (a format's ``near`` hint, or the format with
+    the most evidence) and the command whose output to paste instead; None when nothing in it
+    looks like any format."""
     for candidate in formats():
         if candidate.near is not None:
             hint = candidate.near(sample)
             if hint:
-                return hint
-    return None
+                return f"{hint}; paste the whole output of `{candidate.example}`"
+    ranked = [(score, -i, f) for i, (f, score) in enumerate(scores(sample)) if score > 0]
+    if not ranked:
+        return None
+    _, _, best = max(ranked, key=lambda item: (item[0], item[1]))
+    return f"it looks most like {best.name}; paste the whole output of `{best.example}`"

@@ -213,6 +213,20 @@ class MigInstance(StrictModel):
     """SMs in this MIG slice: its share of the GPU."""
 
 
+#: Why the facts of a GPU are null when the source states how many GPUs there are but the text
+#: holds fewer ("Attached GPUs : 8" above one GPU's block): such a GPU is listed, every fact
+#: unknown with this reason.
+NOT_SHOWN = "not in the pasted text"
+
+
+def assumed_like_shown(gpus: list[GpuInfo]) -> int:
+    """How many of ``gpus`` are counted but not shown (:data:`NOT_SHOWN`) and may be taken to be
+    the model of the shown ones: all of them where the shown GPUs are one named model, else 0."""
+    missing = sum(1 for g in gpus if g.name.reason == NOT_SHOWN)
+    names = {g.name.value for g in gpus if g.name.reason != NOT_SHOWN}
+    return missing if len(names) == 1 and None not in names else 0
+
+
 class GpuInfo(StrictModel):
     """One GPU as the vendor library (or torch) sees it."""
 
