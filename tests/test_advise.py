@@ -686,7 +686,12 @@ def test_unknown_preset_lists_close_matches() -> None:
 def test_serving_counts_the_gpus_not_shown_as_the_shown_model() -> None:
     from hwadvisor.advise.serving import machine_options
 
-    options = machine_options(_profile(A100_XML))
-    gpu = next(o for o in options if o.gpus)
+    profile = _profile(A100_XML)
+    # this recording's A100 is split into MIG slices: a process serves from one slice
+    sliced = next(o for o in machine_options(profile) if o.gpus)
+    assert sliced.gpus == 1 and "MIG slice" in sliced.hardware
+    for g in profile.gpus:
+        g.mig_instances = []
+    gpu = next(o for o in machine_options(profile) if o.gpus)
     assert gpu.gpus == 4
     assert "3 not in the imported text, assumed to be the same" in gpu.hardware
