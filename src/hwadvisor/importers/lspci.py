@@ -47,6 +47,19 @@ _LINE = re.compile(
 _ANY_DEVICE = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+\S")
 _IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _TAIL = re.compile(r"\s*(?:\(rev [0-9a-fA-F]+\))?\s*(?:\(prog-if [^)]*\))?\s*$")
+#: Accelerators hwadvisor does not model, as lspci lists them (class "Processing accelerators"
+#: or "Co-processor"; the vendor names them): Habana/Intel Gaudi, Huawei Ascend, Google TPU.
+_ACCELERATOR = re.compile(
+    r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
+    r"(?:Processing accelerators|Co-processor|Non-VGA unclassified device|"
+    r"Unassigned class)(?:\s*\[[0-9a-fA-F]{4}\])?:\s*(?P<desc>.*"
+    r"(?:Habana|Gaudi|Huawei|Ascend|Google).*)$"
+)
+_ACCELERATOR_KINDS = (
+    (re.compile(r"Habana|Gaudi", re.I), "Habana Gaudi"),
+    (re.compile(r"Huawei|Ascend", re.I), "Huawei Ascend"),
+    (re.compile(r"Google", re.I), "Google TPU"),
+)
 _VERBOSE = re.compile(r"^\s+(?:Subsystem|Flags|Control|Kernel driver in use|Kernel modules):")
 _DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(\S+)")
 _BLOCK_END = re.compile(r"^\s+(?:Kernel driver in use|Kernel modules):")
@@ -57,8 +70,8 @@ class LspciError(ImportFormatError):
 
 
 def looks_like_lspci(sample: Sample) -> bool:
-    """A line lspci prints for a VGA, 3D or Display controller."""
-    return any(_LINE.match(line) for line in sample.head.splitlines())
+    """A line lspci prints for a VGA, 3D or Display controller, or for an accelerator."""
+    return any(_LINE.match(line) or _ACCELERATOR.match(line) for line in sample.head.splitlines())
 
 
 def _vendor_and_device(desc: str) -> tuple[str | None, str | None, str | None]:
@@ -96,9 +109,13 @@ def parse_lspci(sample: Sample) -> Imported:
     """
     lines = sample.text.splitlines()
     found: list[tuple[str, str, list[str]]] = []  # (bus, description, indented lines)
+    accelerators: list[str] = []
     current: list[str] | None = None
     verbose = False
     for line in lines:
+        accelerator = _ACCELERATOR.match(line)
+        if accelerator:
+            accelerators.append(accelerator.group("desc"))
         match = _LINE.match(line)
         if match:
             current = []
@@ -110,6 +127,9 @@ def parse_lspci(sample: Sample) -> Imported:
         if current is not None and line[:1] in (" ", "\t") and line.strip():
             current.append(line)
             verbose = verbose or bool(_VERBOSE.match(line))
+    unmodelled = _unmodelled(accelerators)
+    if not found and unmodelled:
+        return Imported(empty_profile(), unmodelled=unmodelled)
     if not found:
         raise LspciError(
             "no 'VGA compatible controller', '3D controller' or 'Display controller' line"
@@ -140,6 +160,9 @@ def parse_lspci(sample: Sample) -> Imported:
         if driver:
             drivers.append(driver)
         gpus.append(_gpu(len(gpus), vendor or "unknown", bus, named.name))
+    if not gpus and unmodelled:
+        note = left_out_note(left_out, "lspci")
+        return Imported(empty_profile(), unmodelled=unmodelled, notes=[note] if note else [])
     if not gpus:
         shown = "; ".join(left_out)
         raise LspciError(
@@ -155,7 +178,24 @@ def parse_lspci(sample: Sample) -> Imported:
         notes.append(left)
     notes.append("lspci states no GPU memory or driver version")
     cut = too_many or _cut(found, verbose, lines)
-    return Imported(empty_profile(gpus=gpus), truncated=cut, notes=notes)
+    return Imported(empty_profile(gpus=gpus), truncated=cut, notes=notes, unmodelled=unmodelled)
+
+
+def _unmodelled(accelerators: list[str]) -> str | None:
+    """ "lspci lists 8 Habana Gaudi accelerators (...)" for the accelerator lines, or None."""
+    counts: dict[str, list[str]] = {}
+    for desc in accelerators:
+        kind = next((k for pattern, k in _ACCELERATOR_KINDS if pattern.search(desc)), None)
+        if kind:
+            counts.setdefault(kind, []).append(_TAIL.sub("", desc).strip())
+    if not counts:
+        return None
+    parts = [
+        f"{len(items)} {kind} accelerator{'s' if len(items) > 1 else ''} "
+        f"({'; '.join(dict.fromkeys(items))}; lspci states no memory)"
+        for kind, items in counts.items()
+    ]
+    return "lspci lists " + ", ".join(parts)
 
 
 def _gpu(index: int, vendor: str, bus: str, name: object) -> GpuInfo:
