@@ -121,5 +121,5 @@ FORMAT = Format(
     sniff=looks_like_tegrastats,
     parse=parse_tegrastats,
     rank=50,
-    example="tegrastats --interval 1000 (stop it after one line)",
+    example="tegrastats",
 )
