@@ -53,6 +53,12 @@ class Verdict:
         return not self.misses
 
 
+def refused(path: Path) -> set[str]:
+    """The pastes of an expectations file that give no useful profile: the import refuses them
+    in one line (``refused``), so tests that import every recording leave them out."""
+    return {entry["file"] for entry in load(path) if "refused" in entry}
+
+
 def load(path: Path) -> list[dict[str, Any]]:
     """The ``[[paste]]`` entries of an expectations file (unknown keys refused)."""
     entries: list[dict[str, Any]] = tomllib.loads(path.read_text(encoding="utf-8"))["paste"]

@@ -239,5 +239,5 @@ FORMAT = Format(
     parse=parse_lspci,
     rank=30,
     near=_near,
-    example="lspci -nn | grep -Ei 'vga|3d|display'",
+    example="lspci -nn",
 )
