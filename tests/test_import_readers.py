@@ -107,6 +107,23 @@ def test_lspci_integrated_graphics_only_is_refused_with_what_to_paste() -> None:
     assert "Iris Xe Graphics" in message and "nvidia-smi" in message
 
 
+def test_lspci_reads_data_center_lines_and_instinct_as_processing_accelerator() -> None:
+    text = (
+        "07:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 SXM4 40GB] [10de:20b0] "
+        "(rev a1)\n"
+        "1b:00.0 Processing accelerators: Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram "
+        "[Instinct MI300X]\n"
+        "3b:00.0 3D controller: NVIDIA Corporation AD102GL [L20] (rev a1)\n"
+    )
+    profile = import_text(text, "paste.txt")
+    assert [g.catalog_name.value for g in profile.gpus] == [
+        "A100 40GB",
+        "AMD Instinct MI300X",
+        "L20",
+    ]
+    assert [g.backend for g in profile.gpus] == ["cuda", "rocm", "cuda"]
+
+
 def test_lspci_lists_gaudi_and_ascend_as_accelerators_not_modelled() -> None:
     text = (
         "19:00.0 Processing accelerators: Habana Labs Ltd. HL-2000 AI Training Accelerator "

@@ -4,7 +4,8 @@
 One line per device: ``01:00.0 3D controller: NVIDIA Corporation GA100 [A100 SXM4 80GB] (rev
 a1)``; ``-nn`` adds the class and ``[vendor:device]`` ids, ``-v`` and ``-k`` indented lines
 below it (``Kernel driver in use: nvidia``). VGA compatible, 3D and Display controllers are read;
-the rest (bridges, audio functions) is left out. A GPU is named from the bracketed product name
+so are Processing accelerators (where lspci puts an Instinct MI200/MI300); the rest (bridges,
+audio functions) is left out. A GPU is named from the bracketed product name
 when the catalog knows it, else from its PCI id (an older ``pci.ids`` prints only ``Device
 0bda``). lspci states no memory, no driver version and no model of an unnamed id.
 """
@@ -40,8 +41,8 @@ MISSING = "not in lspci output"
 #: ``0000:01:00.0 3D controller [0302]: NVIDIA Corporation ...`` (domain and class optional).
 _LINE = re.compile(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
-    r"(?P<cls>VGA compatible controller|3D controller|Display controller)"
-    r"(?:\s*\[(?P<class_id>03[0-9a-fA-F]{2})\])?:\s*(?P<desc>.*)$"
+    r"(?P<cls>VGA compatible controller|3D controller|Display controller|Processing accelerators)"
+    r"(?:\s*\[(?P<class_id>(?:03|12)[0-9a-fA-F]{2})\])?:\s*(?P<desc>.*)$"
 )
 #: Any device line (a bridge, an audio function): where a verbose block ends.
 _ANY_DEVICE = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+\S")
@@ -116,6 +117,8 @@ def parse_lspci(sample: Sample) -> Imported:
         accelerator = _ACCELERATOR.match(line)
         if accelerator:
             accelerators.append(accelerator.group("desc"))
+            current = None
+            continue
         match = _LINE.match(line)
         if match:
             current = []
