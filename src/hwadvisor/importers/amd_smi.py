@@ -70,7 +70,8 @@ class AmdSmiError(ImportFormatError):
 
 
 def looks_like_amd_smi(sample: Sample) -> bool:
-    """A ``GPU: n`` line followed by an indented amd-smi section, or amd-smi's JSON."""
+    """A ``GPU: n`` line followed by an indented amd-smi section, amd-smi's JSON, or the
+    header of its default table."""
     head = sample.head
     return (
         _TEXT_SNIFF.search(head) is not None
@@ -107,7 +108,7 @@ def parse_amd_smi(sample: Sample) -> Imported:
     if not read.gpus and _TABLE_SNIFF.search(sample.text):
         _read_table(sample.text, read, notes)
     if not read.gpus:
-        raise AmdSmiError("no 'GPU: n' block in the amd-smi output")
+        raise AmdSmiError("no 'GPU: n' block or GPU table row in the amd-smi output")
     rocm = _ROCM_VERSION.search(sample.head)
     if rocm:
         notes.append(f"ROCm {rocm.group(1)} (amd-smi version line)")
