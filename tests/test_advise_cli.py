@@ -9,12 +9,19 @@ import pytest
 
 from hwadvisor.cli import main
 from hwadvisor.model.profile import SCHEMA_VERSION
+from tests.helpers.expectations import load
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V1 = FIXTURES / "profiles" / "v1-cpu-only.json"
 XML = FIXTURES / "nvidia-smi" / "telegraf-a100-sxm4-80gb-mig.xml"
+#: Recorded pastes that give no useful profile: the import refuses them in one line.
+REFUSED = sorted(
+    FIXTURES / "import" / e["file"]
+    for e in load(FIXTURES / "import" / "expected.toml")
+    if "refused" in e
+)
 IMPORTS = sorted(
-    [p for p in (FIXTURES / "import").iterdir() if p.suffix == ".txt"]
+    [p for p in (FIXTURES / "import").iterdir() if p.suffix == ".txt" and p not in REFUSED]
     + list((FIXTURES / "nvidia-smi").glob("*.xml"))
     + [V1]
 )
@@ -205,6 +212,16 @@ def test_advise_on_every_import_format(capsys: pytest.CaptureFixture[str], path:
     doc = json.loads(out)
     assert doc["scenario"]["id"] == 2
     assert doc["estimates"][0]["origin"] == "this-machine"
+
+
+@pytest.mark.parametrize("path", REFUSED, ids=lambda p: p.name)
+def test_advise_on_a_refused_paste_is_one_line_exit_5(
+    capsys: pytest.CaptureFixture[str], path: Path
+) -> None:
+    code = main(["advise", "--profile", str(path), "--workload", "bert-base-finetune"])
+    err = capsys.readouterr().err
+    assert code == 5
+    assert "Traceback" not in err and "internal error" not in err
 
 
 @pytest.mark.parametrize("content", [None, b"\x00\x01\x02\xff\xfe binary", b""])

@@ -435,7 +435,8 @@ def test_gfx_targets_as_rocm_smi_prints_them(printed: str, target: str | None) -
         ("1002:744c", None, None),
         ("1002:740c", 64 * GIB, None),  # "MI250X/MI250"
         ("1002:66a1", 32 * GIB, None),  # MI50 or Radeon Pro VII
-        ("10de:2330", None, None),
+        ("10de:2330", None, "H100 SXM"),
+        ("10de:25b2", None, None),  # an RTX A400: not in the catalog
         ("74a1", None, None),
     ],
 )

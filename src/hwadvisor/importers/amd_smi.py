@@ -1,5 +1,5 @@
 """``amd-smi`` output: ``amd-smi static`` and ``amd-smi list`` (and ``amd-smi metric``), as
-text or ``--json``.
+text or ``--json``, and the bordered table plain ``amd-smi`` prints (ROCm 7).
 
 The text is YAML-like: a ``GPU: 0`` line at the left, then indented sections (``ASIC:``,
 ``BUS:``, ``VRAM:``, ``DRIVER:``, ``BOARD:``, ``LIMIT:`` ...) of ``KEY: value`` lines. ``CPU: n``
@@ -9,6 +9,12 @@ several commands in one paste (``amd-smi list`` then ``amd-smi static``) are rea
 ``--json`` is the same tree in lower case, as a list of ``{"gpu": 0, ...}`` objects (ROCm 6.0
 to 6.3) or under ``{"gpu_data": [...]}`` (later), with values either plain (``"64289 MB"``,
 ``300``) or ``{"value": 300, "unit": "W"}``.
+
+The table has two rows per GPU (``| BDF  GPU-Name | Mem-Uti Temp UEC Power-Usage |`` then ``|
+GPU HIP-ID OAM-ID Partition-Mode | GFX-Uti Fan Mem-Usage |``): bus id and market name, power
+draw and cap, then index, partition mode and VRAM used / total in MB; they are read into the
+same tree as the text's sections. The banner (``AMD-SMI 26.0.2 amdgpu version: ... ROCm version:
+7.0.2``) gives the driver and ROCm versions.
 
 Names follow :func:`hwadvisor.importers.rocm_smi.name_amd_gpu`: MARKET_NAME when the catalog
 knows it, else the catalog row of DEVICE_ID, else of the gfx target and VRAM size. VRAM
@@ -46,6 +52,15 @@ _JSON_SNIFF = re.compile(r'"gpu_data"\s*:\s*\[|"gpu"\s*:\s*\d+\s*,\s*"(?:asic|bd
 _JSON_START = re.compile(r"(?m)^\s*[\[{]")
 _GPU_LINE = re.compile(r"^([ \t]*)GPU:[ \t]*(\d+)[ \t]*$")
 _KEY_LINE = re.compile(r"^([ \t]*)([A-Za-z0-9_][A-Za-z0-9_ .]*?):(?:[ \t]+(.*?))?[ \t]*$")
+_TABLE_SNIFF = re.compile(r"(?m)^\|\s*BDF\s+GPU-Name\s*\|")
+#: A table GPU's first row: bus id, name | memory busy, temperature, UEC, power used/cap.
+_TABLE_ROW1 = re.compile(
+    r"^\|\s*([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S[^|]*?)\s*\|(.*?)\|?\s*$"
+)
+#: Its second row: index, HIP id, OAM id, partition mode | GFX busy, fan, VRAM used/total.
+_TABLE_ROW2 = re.compile(r"^\|\s*(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s*\|(.*?)\|?\s*$")
+_TABLE_BANNER = re.compile(r"amdgpu version:\s*([0-9][\w.-]*)")
+_TABLE_BOTTOM = re.compile(r"^\+-+\+-+\+\s*$")
 _REQUESTED = re.compile(r"amd-smi\s+(?:static|list|metric)\b[^\n]*?(?:-g|--gpu)\s+((?:\d+\s*)+)")
 _ROCM_VERSION = re.compile(r"ROCm version:\s*([0-9][0-9.]*)")
 
@@ -55,10 +70,13 @@ class AmdSmiError(ImportFormatError):
 
 
 def looks_like_amd_smi(sample: Sample) -> bool:
-    """A ``GPU: n`` line followed by an indented amd-smi section, or amd-smi's JSON."""
+    """A ``GPU: n`` line followed by an indented amd-smi section, amd-smi's JSON, or the
+    header of its default table."""
     head = sample.head
-    return _TEXT_SNIFF.search(head) is not None or (
-        _JSON_SNIFF.search(head) is not None and _JSON_START.search(head) is not None
+    return (
+        _TEXT_SNIFF.search(head) is not None
+        or _TABLE_SNIFF.search(head) is not None
+        or (_JSON_SNIFF.search(head) is not None and _JSON_START.search(head) is not None)
     )
 
 
@@ -86,9 +104,11 @@ def parse_amd_smi(sample: Sample) -> Imported:
         read.cut = sample.json_cut
     else:
         _read_text(sample.text, read)
-    if not read.gpus:
-        raise AmdSmiError("no 'GPU: n' block in the amd-smi output")
     notes: list[str] = []
+    if not read.gpus and _TABLE_SNIFF.search(sample.text):
+        _read_table(sample.text, read, notes)
+    if not read.gpus:
+        raise AmdSmiError("no 'GPU: n' block or GPU table row in the amd-smi output")
     rocm = _ROCM_VERSION.search(sample.head)
     if rocm:
         notes.append(f"ROCm {rocm.group(1)} (amd-smi version line)")
@@ -192,6 +212,64 @@ def _read_text(text: str, read: _Read) -> None:
         if missing and len(missing) < len(wanted):
             shown = ", ".join(map(str, missing))
             read.cut = f"GPU {shown} of the {len(wanted)} the command asked for is not in the text"
+
+
+# --------------------------------------------------------------------------------------------
+# The table plain amd-smi prints
+
+
+def _read_table(text: str, read: _Read, notes: list[str]) -> None:
+    lines = text.splitlines()
+    start = next((n for n, line in enumerate(lines) if _TABLE_SNIFF.search(line)), 0)
+    first: tuple[str, str, str] | None = None
+    partitions: set[str] = set()
+    bottom = False
+    for line in lines[start + 1 :]:
+        if _TABLE_BOTTOM.match(line.strip()):
+            bottom = True
+            break
+        row2 = _TABLE_ROW2.match(line)
+        if first is not None and row2:
+            bdf, name, right1 = first
+            index = int(row2.group(1))
+            tree = read.gpu(index)
+            power = re.search(r"(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*W", right1)
+            temp = re.search(r"(\d+(?:\.\d+)?)\s*°?C\b", right1)
+            vram = re.search(r"(\d+)\s*/\s*(\d+)\s*MB", row2.group(5))
+            busy = re.match(r"\s*(\d+)\s*%", row2.group(5))
+            tree.setdefault("BUS", {})["BDF"] = bdf
+            tree.setdefault("ASIC", {})["MARKET_NAME"] = name
+            if power:
+                tree.setdefault("POWER", {})["SOCKET_POWER"] = f"{power.group(1)} W"
+                tree.setdefault("LIMIT", {})["SOCKET_POWER"] = f"{power.group(2)} W"
+            if temp:
+                tree.setdefault("TEMPERATURE", {})["HOTSPOT"] = f"{temp.group(1)} C"
+            if vram:
+                tree.setdefault("VRAM", {})["SIZE"] = f"{vram.group(2)} MB"
+                tree.setdefault("MEM_USAGE", {})["USED_VRAM"] = f"{vram.group(1)} MB"
+            if busy:
+                tree.setdefault("USAGE", {})["GFX_ACTIVITY"] = f"{busy.group(1)} %"
+            if row2.group(4) not in ("N/A", "-") and "/" in row2.group(4):
+                partitions.add(row2.group(4))
+            first = None
+            continue
+        row1 = _TABLE_ROW1.match(line)
+        if row1:
+            first = (row1.group(1).lower(), row1.group(2).strip(), row1.group(3))
+    if first is not None:
+        read.cut = f"the text ends inside the rows of the GPU at {first[0]}"
+    elif read.gpus and not bottom:
+        last = max(read.gpus)
+        read.cut = f"the text ends after GPU {last}, before the GPU table's closing border"
+    driver = _TABLE_BANNER.search(text)
+    if driver:
+        notes.append(f"amdgpu driver version {driver.group(1)} (amd-smi banner)")
+    spx = {p for p in partitions if not p.upper().startswith("SPX")}
+    if spx:
+        notes.append(
+            f"partition mode {', '.join(sorted(partitions))}: each GPU the table lists may be a "
+            "partition of a physical GPU"
+        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,9 +72,15 @@ class NvidiaSmiTableError(ImportFormatError):
     """The text holds no nvidia-smi table."""
 
 
+#: amd-smi's default table (ROCm 7), whose second GPU rows look like a partial nvidia-smi table.
+_AMD_SMI_TABLE = re.compile(r"\|\s*BDF\s+GPU-Name\s*\||\|\s*AMD-SMI\s+\d")
+
+
 def looks_like_nvidia_smi_table(text: str) -> bool:
     """The ``NVIDIA-SMI ... Driver Version:`` banner, or a GPU's first table row (index, name,
-    persistence, bus id) when only part of the table was pasted."""
+    persistence, bus id) when only part of the table was pasted; not amd-smi's table."""
+    if _HEADER.search(text) is None and _AMD_SMI_TABLE.search(text):
+        return False
     return _HEADER.search(text) is not None or _GPU_ROW.search(text) is not None
 
 
