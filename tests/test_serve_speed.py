@@ -200,12 +200,12 @@ def test_calibration_accuracy_does_not_regress() -> None:
     rows = [row for row in every if row.family not in HOST_FAMILIES]
     ins = accuracy(in_sample(rows, "decode"))
     loso = accuracy(leave_one_source_out(rows, "decode"))
-    # the figures measured when the rules were fitted on 20 machines (docs/inference-model.md):
-    # in sample 71 % / 89 %, worst 1.98x; one machine out 54 % / 83 %, worst 2.10x. Below the
+    # the figures measured when the rules were fitted on 21 machines (docs/inference-model.md):
+    # in sample 71 % / 90 %, worst 1.98x; one machine out 56 % / 82 %, worst 2.10x. Below the
     # earlier targets (90 % / 90 %; 75 % / 90 %, worst 2.5x), met on 7 machines: the laptops,
     # Pascal cards and CPUs added since spread more than one rule per device kind can follow.
-    assert ins.within_125 >= 0.7 and ins.within_150 >= 0.88 and ins.worst < 2.0
-    assert loso.within_125 >= 0.53 and loso.within_150 >= 0.82 and loso.worst < 2.15
+    assert ins.within_125 >= 0.7 and ins.within_150 >= 0.89 and ins.worst < 2.0
+    assert loso.within_125 >= 0.55 and loso.within_150 >= 0.81 and loso.worst < 2.15
 
 
 def test_the_device_kind_comes_before_the_quant_family() -> None:
