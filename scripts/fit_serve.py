@@ -2,12 +2,13 @@
 
     python scripts/fit_serve.py [--check]
 
-General rules only: one efficiency per engine family, per family x quant family and per
-family x quant family x device kind and phase (decode, prefill), each shrunk toward the level
-above and the top toward a prior (hwadvisor.advise.serve.calib.fit_rules), with a
-fixed time per decode step per engine family and a MoE factor per family). The range around
-an estimate is the 10th-90th percentile of the leave-one-source-out ratios. ``--check`` writes
-nothing and exits 1 when the file differs from a fresh fit.
+General rules only: one efficiency per engine family, per family x device kind, per family x
+quant family and per family x quant family x device kind and phase (decode, prefill), each
+shrunk toward the level above and the top toward a prior
+(hwadvisor.advise.serve.calib.fit_rules), with a fixed time per decode step per engine family
+and a MoE factor per family). The range around an estimate is the 10th-90th percentile of the
+leave-one-source-out ratios. ``--check`` writes nothing and exits 1 when the file differs from
+a fresh fit.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def render() -> str:
         "# Efficiencies of the serving model (advise/serve/speed.py): measured / ideal, where the",
         "# ideal is bandwidth / bytes per token (decode) and FLOPs / FLOPs per token (prefill).",
         f"# Written by scripts/fit_serve.py from {len(rows)} rows of serve_calibration.toml",
-        f"# ({groups} sources). Keys: family, family/quant family, family/quant family/kind;",
-        "# '*' is the prior. Do not edit by hand: change the calibration and rerun the script.",
+        f"# ({groups} sources). Keys, looked up in this order: family/quant family/kind,",
+        "# family/*/kind, family/quant family, family; '*' is the prior.",
+        "# Do not edit by hand: change the calibration and rerun the script.",
         "",
     ]
     for name, table in (

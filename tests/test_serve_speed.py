@@ -200,9 +200,32 @@ def test_calibration_accuracy_does_not_regress() -> None:
     rows = [row for row in every if row.family not in HOST_FAMILIES]
     ins = accuracy(in_sample(rows, "decode"))
     loso = accuracy(leave_one_source_out(rows, "decode"))
-    # the figures measured when the rules were fitted (docs/inference-model.md)
-    assert ins.within_125 >= 0.9 and ins.within_150 >= 0.9
-    assert loso.within_125 >= 0.75 and loso.within_150 >= 0.9 and loso.worst < 2.5
+    # the figures measured when the rules were fitted on 21 machines (docs/inference-model.md):
+    # in sample 71 % / 90 %, worst 1.98x; one machine out 56 % / 82 %, worst 2.10x. Below the
+    # earlier targets (90 % / 90 %; 75 % / 90 %, worst 2.5x), met on 7 machines: the laptops,
+    # Pascal cards and CPUs added since spread more than one rule per device kind can follow.
+    assert ins.within_125 >= 0.7 and ins.within_150 >= 0.89 and ins.worst < 2.0
+    assert loso.within_125 >= 0.55 and loso.within_150 >= 0.81 and loso.worst < 2.15
+
+
+def test_the_device_kind_comes_before_the_quant_family() -> None:
+    """A quantization measured only on GPUs says less of a CPU than the CPU's own rows do: the
+    fit has a level per device kind, and a kind's rows in one quant family carry to another."""
+    rows = speed_rows(load_calibration())
+    cpu = [r for r in rows if r.device.kind == "cpu" and r.family == "llama.cpp"]
+    assert cpu, "the calibration has CPU rows for llama.cpp"
+    rules = fit_rules(rows)
+    on_cpu = rules.decode["llama.cpp/*/cpu"]
+    assert on_cpu < 0.5 * rules.decode["llama.cpp/*/gpu"]
+    # fp4 (gpt-oss's MXFP4) has rows on GPUs and Apple only in this table; a CPU gets the CPU's
+    assert "llama.cpp/fp4/cpu" not in rules.decode or rules.decode["llama.cpp/fp4/cpu"] < 0.5
+    assert rules.efficiency("decode", "llama.cpp", "fp4", "cpu") == pytest.approx(
+        rules.decode.get("llama.cpp/fp4/cpu", on_cpu)
+    )
+    lookup = Rules({"*": 0.6, "x": 0.5, "x/q": 0.9, "x/*/cpu": 0.2}, {}, 1, 1, 1, 1)
+    assert lookup.efficiency("decode", "x", "q", "cpu") == 0.2
+    assert lookup.efficiency("decode", "x", "q", "gpu") == 0.9
+    assert lookup.efficiency("decode", "x", "other", "gpu") == 0.5
 
 
 def test_serve_model_toml_is_a_fresh_fit() -> None:

@@ -294,10 +294,16 @@ def _tables(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Efficiency tables from the dense rows, and each family's MoE factor from the MoE rows.
     A host family's rows count with the host's time taken out, where it does not hide the
-    device's; its decode rows fit the host's time instead (``_fit_host``)."""
+    device's; its decode rows fit the host's time instead (``_fit_host``).
+
+    Levels: the family; under it the device kind (``family/*/kind``: a CPU's cores, a GPU and
+    Apple's unified memory differ more than quantizations do) and the quant family
+    (``family/quant``, for a kind with no rows); and ``family/quant/kind``, shrunk toward its
+    kind."""
     host = host or {}
     by_f: dict[str, list[float]] = defaultdict(list)
     by_fq: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_fk: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_fqk: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     moe_rows: list[tuple[SpeedRow, float]] = []
     for row in rows:
@@ -315,14 +321,17 @@ def _tables(
         f, q, k = row.key()
         by_f[f].append(math.log(r))
         by_fq[(f, q)].append(math.log(r))
+        by_fk[(f, k)].append(math.log(r))
         by_fqk[(f, q, k)].append(math.log(r))
     table: dict[str, float] = {"*": prior}
     for f, logs in by_f.items():
         table[f] = _shrunk(logs, prior)
     for (f, q), logs in by_fq.items():
         table[f"{f}/{q}"] = _shrunk(logs, table[f])
+    for (f, k), logs in by_fk.items():
+        table[f"{f}/*/{k}"] = _shrunk(logs, table[f])
     for (f, q, k), logs in by_fqk.items():
-        table[f"{f}/{q}/{k}"] = _shrunk(logs, table[f"{f}/{q}"])
+        table[f"{f}/{q}/{k}"] = _shrunk(logs, table[f"{f}/*/{k}"])
     base = Rules(table, {}, 1.0, 1.0, 1.0, 1.0)
     moe_logs: dict[str, list[float]] = defaultdict(list)
     for row, r in moe_rows:
@@ -333,9 +342,10 @@ def _tables(
 
 
 def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> Rules:
-    """Efficiencies per engine family, per family x quant family, and per family x quant family
-    x device kind (each shrunk toward the level above, the top toward the prior), a MoE factor
-    per family, and per family the fixed time per decode step that fits best."""
+    """Efficiencies per engine family, per family x device kind, per family x quant family, and
+    per family x quant family x device kind (each shrunk toward the level above: the last toward
+    its device kind, the top toward the prior), a MoE factor per family, and per family the
+    fixed time per decode step that fits best."""
     overhead: dict[str, float] = {}
     for family in sorted({row.family for row in rows} - set(HOST_FAMILIES)):
         mine = [row for row in rows if row.family == family and row.decode_tok_s]

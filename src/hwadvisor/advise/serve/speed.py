@@ -95,10 +95,12 @@ class Rules:
 
     def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
         table = self.decode if phase == "decode" else self.prefill
+        # the device kind before the quant family: a quantization measured only on GPUs says
+        # less of a CPU than the CPU's rows in other quantizations do
         for key in (
             f"{family}/{quant_family}/{kind}",
-            f"{family}/{quant_family}",
             f"{family}/*/{kind}",
+            f"{family}/{quant_family}",
             f"{family}",
         ):
             if key in table:
