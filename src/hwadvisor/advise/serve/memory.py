@@ -2,7 +2,10 @@
 
 Per device: ``weights + kv + buffers + runtime <= usable``.
 
-- weights: ``params_total x bits_per_weight / 8`` (a MoE keeps every expert resident);
+- weights: ``params_total x bits_per_weight / 8`` (a MoE keeps every expert resident); a
+  checkpoint quantization served by vLLM/SGLang/TensorRT-LLM/transformers (AWQ, GPTQ, int8, fp8,
+  NVFP4) keeps the token embedding and the output head at 16 bits, and MXFP4 (gpt-oss) quantizes
+  only the routed experts, which vLLM pads for its kernels (:func:`weights_bytes`);
 - kv: ``LlmGeometry.kv_bytes(context, bytes_per_value, sequences)``; llama.cpp allocates the
   whole context up front, vLLM a pool of what is left after the weights and its profiling peak
   (reported as "maximum concurrency": how many full-length sequences the pool holds);
@@ -53,6 +56,15 @@ VLLM_CHUNK_TOKENS = 8192
 VLLM_PROFILE_SEQS = 256
 """vLLM's default ``max_num_seqs``: the logits of that many sequences are in its profiling peak."""
 MIN_USEFUL_CONTEXT = 512
+CHECKPOINT_QUANT_FAMILIES = ("int4", "int8", "fp8", "fp4")
+"""Quantizations stored in the checkpoint (not GGUF): their embedding and output stay 16-bit."""
+SIXTEEN_BIT_HEAD_ENGINES = ("vllm", "sglang", "tensorrt-llm", "transformers")
+"""Engines that load such checkpoints as stored (MLX quantizes the embedding too; GGUF
+averages already count the higher-precision tensors)."""
+MOE_PAD_HIDDEN = 256
+MOE_PAD_INTERMEDIATE = 128
+"""vLLM's MXFP4 MoE kernels pad each expert's hidden size to a multiple of 256 and its
+intermediate size to a multiple of 128 (gpt-oss: 2880 becomes 3072 and 2944)."""
 
 Kind = Literal["gpu", "cpu", "unified"]
 
@@ -129,6 +141,40 @@ def _vllm_like(engine: str) -> bool:
     return engine in ("vllm", "sglang", "tensorrt-llm")
 
 
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def weights_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> float:
+    """The resident weights over all devices, as the engine loads them.
+
+    ``params_total x bits / 8`` for GGUF files (their measured bits already count the tensors
+    kept at higher precision), float formats and MLX. A checkpoint quantization (AWQ, GPTQ,
+    int8, fp8, NVFP4) loaded by vLLM, SGLang, TensorRT-LLM or transformers keeps the token
+    embedding and the output head at 16 bits (counted untied, the cautious side): Qwen2.5-7B
+    AWQ loads 5.20 GiB in vLLM, not the 3.8 GiB of 4.25 bits throughout. An MXFP4 MoE
+    (gpt-oss) stores only the routed experts in MXFP4 and the rest at 16 bits, and vLLM pads
+    the experts for its kernels: gpt-oss-120b loads 65.97 GiB on an H100 (vLLM issue 23278).
+    """
+    plain = geom.params_total * quant.bytes_per_weight
+    if quant.family not in CHECKPOINT_QUANT_FAMILIES or engine not in SIXTEEN_BIT_HEAD_ENGINES:
+        return plain
+    head = min(2.0 * geom.vocab * geom.hidden, geom.params_total)
+    if quant.family == "fp4" and geom.moe and geom.intermediate:
+        experts = min(
+            float(geom.layers * geom.experts * 3 * geom.hidden * geom.intermediate),
+            geom.params_total,
+        )
+        expert_bytes = experts * quant.bytes_per_weight
+        if _vllm_like(engine):
+            padded = _round_up(geom.hidden, MOE_PAD_HIDDEN) * _round_up(
+                geom.intermediate, MOE_PAD_INTERMEDIATE
+            )
+            expert_bytes *= padded / (geom.hidden * geom.intermediate)
+        return expert_bytes + (geom.params_total - experts) * 2.0
+    return (geom.params_total - head) * quant.bytes_per_weight + head * 2.0
+
+
 def buffers_bytes(geom: LlmGeometry, context: int, engine: str) -> float:
     """Compute buffers (activations, logits, attention scratch) on one device."""
     if _vllm_like(engine):
@@ -182,7 +228,7 @@ def _per_device(
     device: DeviceMemory,
 ) -> tuple[float, float, float, float]:
     n = device.count
-    weights = geom.params_total * quant.bytes_per_weight / n
+    weights = weights_bytes(geom, quant, engine) / n
     kv = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences) / n
     return weights, kv, buffers_bytes(geom, context, engine), runtime_bytes(device, engine)
 
@@ -211,7 +257,7 @@ def _fitter(
     context computed once (a bisection asks it twenty times)."""
     usable, _ = usable_bytes(device, engine)
     n = device.count
-    fixed = geom.params_total * quant.bytes_per_weight / n + runtime_bytes(device, engine)
+    fixed = weights_bytes(geom, quant, engine) / n + runtime_bytes(device, engine)
     per_value = kv_bytes_per_value(kv_cache)
 
     def fits(context: int) -> bool:
@@ -350,7 +396,7 @@ def _suggest(
     if engine in LLAMA_CPP_FAMILY and device.kind in ("gpu", "unified"):
         usable, _ = usable_bytes(device, engine)
         per_layer = (
-            geom.params_total * quant.bytes_per_weight
+            weights_bytes(geom, quant, engine)
             + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences)
         ) / geom.layers
         room = (
