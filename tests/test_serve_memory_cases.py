@@ -13,6 +13,7 @@ from hwadvisor.advise.serve.memory import (
     VLLM_PROFILE_MAX_TOKENS,
     DeviceMemory,
     GiB,
+    leftover_fits,
     max_context,
     plan_serve_memory,
     weights_bytes,
@@ -134,6 +135,25 @@ def test_gpu_memory_utilization_sets_vllms_share() -> None:
     for bad in (0.0, 1.01, -0.5):
         with pytest.raises(UsageError, match="utilization"):
             DeviceMemory(kind="gpu", total_bytes=GiB, gpu_memory_utilization=bad)
+
+
+def test_vllm_needs_the_share_it_leaves_for_cuda_graphs_and_nccl() -> None:
+    # vLLM issue 10797: Llama 3.2 3B on a 16 GB GPU at gpu_memory_utilization=1 cannot load;
+    # the same model and length fit at 0.9 on an 80 GB GPU
+    q = find_quant("bf16")
+    full = DeviceMemory(kind="gpu", total_bytes=80 * GiB, gpu_memory_utilization=1.0)
+    assert not leftover_fits(full, "vllm")
+    plan = plan_serve_memory(LLAMA_8B, q, context=4096, engine="vllm", device=full)
+    assert not plan.fits and plan.max_context_that_fits == 0
+    assert any("--gpu-memory-utilization of at most" in s for s in plan.suggestions)
+    default = DeviceMemory(kind="gpu", total_bytes=80 * GiB)
+    assert plan_serve_memory(LLAMA_8B, q, context=4096, engine="vllm", device=default).fits
+    # 0.98 of 80 GiB leaves 1.6 GiB: enough for one GPU (vLLM PR 12569), and for NCCL too
+    assert leftover_fits(
+        DeviceMemory(kind="gpu", total_bytes=80 * GiB, gpu_memory_utilization=0.98), "vllm"
+    )
+    # llama.cpp takes no share: the whole GPU is its budget
+    assert leftover_fits(full, "llama.cpp")
 
 
 def test_vllm_profiles_one_chunk_above_32k_tokens() -> None:

@@ -16,7 +16,10 @@ Per device: ``weights + kv + buffers + runtime <= usable``.
   profiles the whole length, the cautious side; above it chunked prefill is on by default and
   one chunk of 8192 tokens is profiled);
 - runtime: the engine's own (vLLM: CUDA graphs about 0.5 GiB, NCCL 0.25 GiB per GPU when split;
-  llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory.
+  llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory. vLLM's
+  KV pool fills ``gpu_memory_utilization`` of the GPU, so what it allocates after profiling
+  (CUDA graphs, communication buffers) must also fit in the ``1 - gpu_memory_utilization``
+  left over (:func:`leftover_fits`): at 1.0 nothing is left and the start fails.
 
 With ``count`` GPUs the weights and the KV cache are split evenly (tensor parallel); buffers and
 runtime are paid on each.
@@ -198,6 +201,18 @@ def runtime_bytes(device: DeviceMemory, engine: str) -> float:
     return LLAMA_CPP_RUNTIME_BYTES
 
 
+def leftover_fits(device: DeviceMemory, engine: str) -> bool:
+    """vLLM/SGLang on a GPU: whether the share it leaves (``1 - gpu_memory_utilization``)
+    holds what it allocates after sizing its KV pool (its runtime: CUDA graphs, and NCCL when
+    split). The pool fills the utilization share, so with 1.0 these allocations fail (vLLM
+    issues 10797 and 2348); the plan also keeps them in the budget, the cautious side for the
+    versions that profile them."""
+    if device.kind != "gpu" or not _vllm_like(engine):
+        return True
+    left = (1.0 - device.gpu_memory_utilization) * device.total_bytes
+    return left >= runtime_bytes(device, engine)
+
+
 @dataclass(frozen=True)
 class ServeMemory:
     """The memory plan. Byte figures are totals over every device; ``fits`` is per device."""
@@ -259,10 +274,11 @@ def _fitter(
     n = device.count
     fixed = weights_bytes(geom, quant, engine) / n + runtime_bytes(device, engine)
     per_value = kv_bytes_per_value(kv_cache)
+    leftover = leftover_fits(device, engine)
 
     def fits(context: int) -> bool:
         kv = geom.kv_bytes(context, per_value, sequences) / n
-        return fixed + kv + buffers_bytes(geom, context, engine) <= usable
+        return leftover and fixed + kv + buffers_bytes(geom, context, engine) <= usable
 
     return fits
 
@@ -323,7 +339,7 @@ def plan_serve_memory(
         geom, quant, context, sequences, engine, kv_cache, device
     )
     per_device = weights + kv + buffers + runtime
-    fits = per_device <= usable
+    fits = per_device <= usable and leftover_fits(device, engine)
     kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), 1)
     concurrency: float | None = None
     if _vllm_like(engine):
@@ -366,6 +382,12 @@ def _suggest(
     best: int,
 ) -> list[str]:
     out: list[str] = []
+    if not leftover_fits(device, engine):
+        need = runtime_bytes(device, engine) / device.total_bytes
+        out.append(
+            f"a --gpu-memory-utilization of at most {1.0 - need:.2f}: vLLM's KV pool fills "
+            "that share and CUDA graphs and NCCL need the rest"
+        )
     flag = "--max-model-len" if _vllm_like(engine) else "--context (llama.cpp -c)"
     if best >= MIN_USEFUL_CONTEXT:
         out.append(f"a shorter context: {flag} {best} is the longest that fits")
