@@ -8,15 +8,19 @@ import math
 
 import pytest
 
-from hwadvisor.advise.serve.calib import MemoryCase, load_calibration, memory_cases
+from hwadvisor.advise.serve.calib import MemoryCase, geometry, load_calibration, memory_cases
 from hwadvisor.advise.serve.memory import (
     VLLM_PROFILE_MAX_TOKENS,
     DeviceMemory,
     GiB,
+    leftover_fits,
     max_context,
     plan_serve_memory,
+    weights_bytes,
 )
 from hwadvisor.advise.serve.quant import find_quant
+from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.llms import find_llm
 from hwadvisor.errors import InputError, UsageError
 from tests.helpers.llms import LLAMA_8B
 
@@ -39,13 +43,16 @@ def _label(case: MemoryCase) -> str:
 def test_the_cases_are_documented_and_cover_both_outcomes_and_engines(
     cases: list[MemoryCase],
 ) -> None:
-    assert len(cases) >= 20
+    assert len(cases) >= 34
     assert all(c.source.startswith("https://") for c in cases)
     outcomes = {c.outcome for c in cases}
     assert outcomes == {"fit", "oom"}
     assert sum(c.outcome == "fit" for c in cases) >= 5
-    assert {c.engine for c in cases} >= {"vllm", "llama.cpp", "mlx"}
+    assert {c.engine for c in cases} >= {"vllm", "llama.cpp", "ollama", "mlx"}
     assert any(c.device.count > 1 for c in cases)
+    # tensor parallel both ways: several GPUs that fitted and several that ran out
+    assert {c.outcome for c in cases if c.device.count > 1} == {"fit", "oom"}
+    assert {c.outcome for c in cases if c.device.platform == "darwin"} == {"fit", "oom"}
     assert any(c.device.gpu_memory_utilization != 0.9 for c in cases)
 
 
@@ -61,6 +68,42 @@ def test_agrees_with_the_documented_outcomes(cases: list[MemoryCase]) -> None:
     for miss in misses:
         print("  disagrees:", miss)
     assert agree >= math.ceil(MIN_AGREEMENT * len(cases)) - (1 if len(cases) < 34 else 0)
+
+
+def _calib_geom(name: str) -> LlmGeometry:
+    return geometry(name, load_calibration())
+
+
+def test_checkpoint_quantizations_keep_the_embedding_and_output_at_16_bits() -> None:
+    qwen7 = _calib_geom("qwen2.5-7b")
+    # vLLM issue 13882: Qwen2.5-7B 4-bit "model weights take 5.20GiB"
+    awq = weights_bytes(qwen7, find_quant("AWQ"), "vllm") / GiB
+    assert awq == pytest.approx(5.20, rel=0.05)
+    # 4.25 bits throughout would be 3.8 GiB
+    assert qwen7.params_total * find_quant("AWQ").bytes_per_weight / GiB < 4.0
+    # vLLM PR 12569: Llama 3.1 70B w8a8 "weights 67.72 GB" (GiB in vLLM's log)
+    llama70 = _calib_geom("llama-3.1-70b")
+    assert weights_bytes(llama70, find_quant("int8"), "vllm") / GiB == pytest.approx(
+        67.72, rel=0.03
+    )
+    # GGUF averages, float formats and MLX (which quantizes the embedding too) are unchanged
+    for quant, engine in (("Q4_K_M", "llama.cpp"), ("bf16", "vllm"), ("int4", "mlx")):
+        q = find_quant(quant)
+        assert weights_bytes(qwen7, q, engine) == pytest.approx(
+            qwen7.params_total * q.bytes_per_weight
+        )
+
+
+def test_mxfp4_quantizes_only_the_experts_and_vllm_pads_them() -> None:
+    gpt120 = find_llm("gpt-oss-120b")
+    # vLLM issue 23278 (H100, Marlin MXFP4): "Model loading took 65.9651 GiB"
+    assert weights_bytes(gpt120, find_quant("MXFP4"), "vllm") / GiB == pytest.approx(
+        65.97, rel=0.03
+    )
+    # llama.cpp's MXFP4 GGUF average stays as measured
+    assert weights_bytes(gpt120, find_quant("MXFP4"), "llama.cpp") == pytest.approx(
+        gpt120.params_total * find_quant("MXFP4").bytes_per_weight
+    )
 
 
 def test_reported_concurrency_is_within_a_factor_of_two(cases: list[MemoryCase]) -> None:
@@ -92,6 +135,25 @@ def test_gpu_memory_utilization_sets_vllms_share() -> None:
     for bad in (0.0, 1.01, -0.5):
         with pytest.raises(UsageError, match="utilization"):
             DeviceMemory(kind="gpu", total_bytes=GiB, gpu_memory_utilization=bad)
+
+
+def test_vllm_needs_the_share_it_leaves_for_cuda_graphs_and_nccl() -> None:
+    # vLLM issue 10797: Llama 3.2 3B on a 16 GB GPU at gpu_memory_utilization=1 cannot load;
+    # the same model and length fit at 0.9 on an 80 GB GPU
+    q = find_quant("bf16")
+    full = DeviceMemory(kind="gpu", total_bytes=80 * GiB, gpu_memory_utilization=1.0)
+    assert not leftover_fits(full, "vllm")
+    plan = plan_serve_memory(LLAMA_8B, q, context=4096, engine="vllm", device=full)
+    assert not plan.fits and plan.max_context_that_fits == 0
+    assert any("--gpu-memory-utilization of at most" in s for s in plan.suggestions)
+    default = DeviceMemory(kind="gpu", total_bytes=80 * GiB)
+    assert plan_serve_memory(LLAMA_8B, q, context=4096, engine="vllm", device=default).fits
+    # 0.98 of 80 GiB leaves 1.6 GiB: enough for one GPU (vLLM PR 12569), and for NCCL too
+    assert leftover_fits(
+        DeviceMemory(kind="gpu", total_bytes=80 * GiB, gpu_memory_utilization=0.98), "vllm"
+    )
+    # llama.cpp takes no share: the whole GPU is its budget
+    assert leftover_fits(full, "llama.cpp")
 
 
 def test_vllm_profiles_one_chunk_above_32k_tokens() -> None:

@@ -2,7 +2,10 @@
 
 Per device: ``weights + kv + buffers + runtime <= usable``.
 
-- weights: ``params_total x bits_per_weight / 8`` (a MoE keeps every expert resident);
+- weights: ``params_total x bits_per_weight / 8`` (a MoE keeps every expert resident); a
+  checkpoint quantization served by vLLM/SGLang/TensorRT-LLM/transformers (AWQ, GPTQ, int8, fp8,
+  NVFP4) keeps the token embedding and the output head at 16 bits, and MXFP4 (gpt-oss) quantizes
+  only the routed experts, which vLLM pads for its kernels (:func:`weights_bytes`);
 - kv: ``LlmGeometry.kv_bytes(context, bytes_per_value, sequences)``; llama.cpp allocates the
   whole context up front, vLLM a pool of what is left after the weights and its profiling peak
   (reported as "maximum concurrency": how many full-length sequences the pool holds);
@@ -13,7 +16,10 @@ Per device: ``weights + kv + buffers + runtime <= usable``.
   profiles the whole length, the cautious side; above it chunked prefill is on by default and
   one chunk of 8192 tokens is profiled);
 - runtime: the engine's own (vLLM: CUDA graphs about 0.5 GiB, NCCL 0.25 GiB per GPU when split;
-  llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory.
+  llama.cpp 0.15 GiB); the CUDA context (about 0.45 GiB) is taken off the usable memory. vLLM's
+  KV pool fills ``gpu_memory_utilization`` of the GPU, so what it allocates after profiling
+  (CUDA graphs, communication buffers) must also fit in the ``1 - gpu_memory_utilization``
+  left over (:func:`leftover_fits`): at 1.0 nothing is left and the start fails.
 
 With ``count`` GPUs the weights and the KV cache are split evenly (tensor parallel); buffers and
 runtime are paid on each.
@@ -53,6 +59,15 @@ VLLM_CHUNK_TOKENS = 8192
 VLLM_PROFILE_SEQS = 256
 """vLLM's default ``max_num_seqs``: the logits of that many sequences are in its profiling peak."""
 MIN_USEFUL_CONTEXT = 512
+CHECKPOINT_QUANT_FAMILIES = ("int4", "int8", "fp8", "fp4")
+"""Quantizations stored in the checkpoint (not GGUF): their embedding and output stay 16-bit."""
+SIXTEEN_BIT_HEAD_ENGINES = ("vllm", "sglang", "tensorrt-llm", "transformers")
+"""Engines that load such checkpoints as stored (MLX quantizes the embedding too; GGUF
+averages already count the higher-precision tensors)."""
+MOE_PAD_HIDDEN = 256
+MOE_PAD_INTERMEDIATE = 128
+"""vLLM's MXFP4 MoE kernels pad each expert's hidden size to a multiple of 256 and its
+intermediate size to a multiple of 128 (gpt-oss: 2880 becomes 3072 and 2944)."""
 
 Kind = Literal["gpu", "cpu", "unified"]
 
@@ -129,6 +144,40 @@ def _vllm_like(engine: str) -> bool:
     return engine in ("vllm", "sglang", "tensorrt-llm")
 
 
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def weights_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> float:
+    """The resident weights over all devices, as the engine loads them.
+
+    ``params_total x bits / 8`` for GGUF files (their measured bits already count the tensors
+    kept at higher precision), float formats and MLX. A checkpoint quantization (AWQ, GPTQ,
+    int8, fp8, NVFP4) loaded by vLLM, SGLang, TensorRT-LLM or transformers keeps the token
+    embedding and the output head at 16 bits (counted untied, the cautious side): Qwen2.5-7B
+    AWQ loads 5.20 GiB in vLLM, not the 3.8 GiB of 4.25 bits throughout. An MXFP4 MoE
+    (gpt-oss) stores only the routed experts in MXFP4 and the rest at 16 bits, and vLLM pads
+    the experts for its kernels: gpt-oss-120b loads 65.97 GiB on an H100 (vLLM issue 23278).
+    """
+    plain = geom.params_total * quant.bytes_per_weight
+    if quant.family not in CHECKPOINT_QUANT_FAMILIES or engine not in SIXTEEN_BIT_HEAD_ENGINES:
+        return plain
+    head = min(2.0 * geom.vocab * geom.hidden, geom.params_total)
+    if quant.family == "fp4" and geom.moe and geom.intermediate:
+        experts = min(
+            float(geom.layers * geom.experts * 3 * geom.hidden * geom.intermediate),
+            geom.params_total,
+        )
+        expert_bytes = experts * quant.bytes_per_weight
+        if _vllm_like(engine):
+            padded = _round_up(geom.hidden, MOE_PAD_HIDDEN) * _round_up(
+                geom.intermediate, MOE_PAD_INTERMEDIATE
+            )
+            expert_bytes *= padded / (geom.hidden * geom.intermediate)
+        return expert_bytes + (geom.params_total - experts) * 2.0
+    return (geom.params_total - head) * quant.bytes_per_weight + head * 2.0
+
+
 def buffers_bytes(geom: LlmGeometry, context: int, engine: str) -> float:
     """Compute buffers (activations, logits, attention scratch) on one device."""
     if _vllm_like(engine):
@@ -150,6 +199,18 @@ def runtime_bytes(device: DeviceMemory, engine: str) -> float:
     if device.platform in ("darwin", "macos"):
         return METAL_RUNTIME_BYTES
     return LLAMA_CPP_RUNTIME_BYTES
+
+
+def leftover_fits(device: DeviceMemory, engine: str) -> bool:
+    """vLLM/SGLang on a GPU: whether the share it leaves (``1 - gpu_memory_utilization``)
+    holds what it allocates after sizing its KV pool (its runtime: CUDA graphs, and NCCL when
+    split). The pool fills the utilization share, so with 1.0 these allocations fail (vLLM
+    issues 10797 and 2348); the plan also keeps them in the budget, the cautious side for the
+    versions that profile them."""
+    if device.kind != "gpu" or not _vllm_like(engine):
+        return True
+    left = (1.0 - device.gpu_memory_utilization) * device.total_bytes
+    return left >= runtime_bytes(device, engine)
 
 
 @dataclass(frozen=True)
@@ -182,7 +243,7 @@ def _per_device(
     device: DeviceMemory,
 ) -> tuple[float, float, float, float]:
     n = device.count
-    weights = geom.params_total * quant.bytes_per_weight / n
+    weights = weights_bytes(geom, quant, engine) / n
     kv = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences) / n
     return weights, kv, buffers_bytes(geom, context, engine), runtime_bytes(device, engine)
 
@@ -211,12 +272,13 @@ def _fitter(
     context computed once (a bisection asks it twenty times)."""
     usable, _ = usable_bytes(device, engine)
     n = device.count
-    fixed = geom.params_total * quant.bytes_per_weight / n + runtime_bytes(device, engine)
+    fixed = weights_bytes(geom, quant, engine) / n + runtime_bytes(device, engine)
     per_value = kv_bytes_per_value(kv_cache)
+    leftover = leftover_fits(device, engine)
 
     def fits(context: int) -> bool:
         kv = geom.kv_bytes(context, per_value, sequences) / n
-        return fixed + kv + buffers_bytes(geom, context, engine) <= usable
+        return leftover and fixed + kv + buffers_bytes(geom, context, engine) <= usable
 
     return fits
 
@@ -277,7 +339,7 @@ def plan_serve_memory(
         geom, quant, context, sequences, engine, kv_cache, device
     )
     per_device = weights + kv + buffers + runtime
-    fits = per_device <= usable
+    fits = per_device <= usable and leftover_fits(device, engine)
     kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache), 1)
     concurrency: float | None = None
     if _vllm_like(engine):
@@ -320,6 +382,12 @@ def _suggest(
     best: int,
 ) -> list[str]:
     out: list[str] = []
+    if not leftover_fits(device, engine):
+        need = runtime_bytes(device, engine) / device.total_bytes
+        out.append(
+            f"a --gpu-memory-utilization of at most {1.0 - need:.2f}: vLLM's KV pool fills "
+            "that share and CUDA graphs and NCCL need the rest"
+        )
     flag = "--max-model-len" if _vllm_like(engine) else "--context (llama.cpp -c)"
     if best >= MIN_USEFUL_CONTEXT:
         out.append(f"a shorter context: {flag} {best} is the longest that fits")
@@ -350,7 +418,7 @@ def _suggest(
     if engine in LLAMA_CPP_FAMILY and device.kind in ("gpu", "unified"):
         usable, _ = usable_bytes(device, engine)
         per_layer = (
-            geom.params_total * quant.bytes_per_weight
+            weights_bytes(geom, quant, engine)
             + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences)
         ) / geom.layers
         room = (
