@@ -27,21 +27,22 @@ def _readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
-def _blocks(text: str) -> list[str]:
-    """The bodies of the fenced code blocks marked bash or console."""
-    return re.findall(r"^```(?:bash|console)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """The fenced code blocks marked bash or console: (language, body)."""
+    return re.findall(r"^```(bash|console)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
 
 
 def _hwadvisor_commands(text: str) -> list[list[str]]:
-    """Every hwadvisor command line of the README's bash blocks, as argv after the program
-    name: shell lines split at ``&&``, ``;`` and ``|``, comments and redirections dropped."""
+    """Every hwadvisor command line of the README's blocks, as argv after the program name:
+    every line of a bash block, the ``$ `` lines of a console block (the rest is output);
+    shell lines split at ``&&``, ``;`` and ``|``, comments and redirections dropped."""
     commands = []
-    for block in _blocks(text):
-        if block.startswith("FIRST_SCREEN"):
-            continue
+    for language, block in _blocks(text):
         for line in block.splitlines():
-            if line.startswith(("$", " ")) or not line.strip():
-                continue  # program output in a console block
+            if language == "console":
+                if not line.startswith("$ "):
+                    continue
+                line = line[2:]
             for part in re.split(r"&&|;|\|", line):
                 words = shlex.split(part, comments=True)
                 if ">" in words:
