@@ -394,6 +394,7 @@ def _outputs_carry_no_host(files: list[Path], redacted: set[str]) -> None:
         if path.suffix == ".pdf":
             reader = PdfReader(io.BytesIO(path.read_bytes()))
             text = "\n".join(page.extract_text() or "" for page in reader.pages)
+            text += "\n" + "\n".join(str(v) for v in (reader.metadata or {}).values())
         else:
             text = path.read_text(encoding="utf-8")
         for name in names:
