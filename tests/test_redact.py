@@ -379,3 +379,78 @@ def test_fleet_rows_find_known_names_inside_free_text() -> None:
         f"(db.{tok('hostname', 'corp.example.net')}, {tok('hostname', 'db1')}-gpu0, db10); "
         f"serial {tok('serial', '1321020012345')} and {tok('serial', 'sn 55/7')}"
     )
+
+
+def _outputs_carry_no_host(files: list[Path], redacted: set[str]) -> None:
+    import io
+
+    from pypdf import PdfReader
+
+    names = {HOST, "gpu-node-17", "lab.example.org"}
+    for path in files:
+        if path.suffix[1:] not in redacted:
+            continue
+        assert path.name.startswith("redacted-"), path.name
+        if path.suffix == ".pdf":
+            reader = PdfReader(io.BytesIO(path.read_bytes()))
+            text = "\n".join(page.extract_text() or "" for page in reader.pages)
+            text += "\n" + "\n".join(str(v) for v in (reader.metadata or {}).values())
+        else:
+            text = path.read_text(encoding="utf-8")
+        for name in names:
+            assert name not in path.name.lower() and name not in text, (path.name, name)
+
+
+@pytest.mark.parametrize(
+    ("flag", "redacted"),
+    [([], {"pdf"}), (["--redact"], {"json", "html", "pdf"}), (["--no-redact"], set())],
+)
+def test_a_redacted_output_is_named_by_the_token_not_the_host(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flag: list[str],
+    redacted: set[str],
+) -> None:
+    """The file that is safe to send does not give the host away by its name: a scan's stem
+    (host + time), re-rendered by `report` or re-read by `import`, becomes token + time."""
+    from hwadvisor.cli import main
+    from hwadvisor.render.jsonio import to_json
+    from hwadvisor.render.report import file_stem, redacted_stem
+
+    monkeypatch.setenv("HWADVISOR_REDACT_SALT", "private")
+    profile = seeded_profile()
+    stem = file_stem(profile)
+    assert stem.startswith(HOST)
+    token = redact.redact_profile(profile, "private").host.hostname.value
+    assert token and redacted_stem(stem, profile, "private") == token + stem[len(HOST) :]
+    saved = tmp_path / f"{stem}.json"
+    saved.write_text(to_json(profile), encoding="utf-8")
+
+    out = tmp_path / "report"
+    assert main(["report", str(saved), "-f", "json,html,pdf", "-o", str(out), *flag]) == 0
+    files = sorted(out.iterdir())
+    assert {p.suffix[1:] for p in files} == {"json", "html", "pdf"}
+    _outputs_carry_no_host(files, redacted)
+    for path in files:  # what is not redacted keeps its name, as before
+        if path.suffix[1:] not in redacted:
+            assert path.name.startswith(HOST)
+
+    out = tmp_path / "import"
+    assert main(["import", str(saved), "-f", "json,html,pdf", "-o", str(out), "-q", *flag]) == 0
+    _outputs_carry_no_host(sorted(out.iterdir()), redacted)
+    capsys.readouterr()
+
+
+def test_a_redacted_name_never_keeps_the_host_in_another_spelling() -> None:
+    from hwadvisor.render.report import redacted_stem
+
+    profile = seeded_profile()
+    token = redact.redact_profile(profile, "s").host.hostname.value
+    for stem in ("report-of-GPU-NODE-17", "x_gpu-node-17.lab.example.org_y", "alice-notes"):
+        named = redacted_stem(stem, profile, "s")
+        assert "gpu-node-17" not in named.lower() and "alice" not in named, named
+    assert redacted_stem("box", profile, "s") == "box"  # nothing identifying: left as it is
+    profile.host.hostname = Fact(value=None, source=Source.OS, reason="unknown")
+    assert redacted_stem("box", profile, "s") == "box"
+    assert token

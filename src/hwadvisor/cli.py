@@ -216,10 +216,9 @@ def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent
 
 
 def _file_stem(profile: Profile) -> str:
-    host = profile.host.hostname.value or "host"
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", host).strip("._") or "host"
-    stamp = profile.created_utc.replace("-", "").replace(":", "")
-    return f"{safe[:64]}-{stamp}"
+    from hwadvisor.render.report import file_stem
+
+    return file_stem(profile)
 
 
 @app.command(

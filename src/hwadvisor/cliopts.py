@@ -78,7 +78,7 @@ KwhOpt = Annotated[
         metavar="PRICE",
         callback=parse_kwh,
         help="Electricity price per kWh for the energy cost of owned hardware (default: the "
-        "price catalog's, 0.17 USD).",
+        "price catalog's, 0.19 USD: the US residential average).",
     ),
 ]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,16 +156,30 @@ def _write_formats(
     source_text: str | None,
     serving: InferenceAdvice | None = None,
 ) -> None:
-    files = StemFiles(folder, stem, formats)
-    _write_all(
-        done, files, worker, profile, formats, paper, template_dir, redact, source_text, serving
+    from hwadvisor.redact import default_salt
+
+    # A redacted file is named by the redaction's token for the host, never by the hostname
+    # (a scan's stem starts with it): `redacted-68fdd01c8e-20261127T101500Z.pdf`.
+    redacted = [f for f in formats if (redact is not False and f == "pdf") or redact]
+    plain = [f for f in formats if f not in redacted]
+    files = StemFiles(folder, stem, plain) if plain else None
+    hidden = (
+        StemFiles(folder, redacted_stem(stem, profile, default_salt()), redacted)
+        if redacted
+        else None
     )
-    done.files.extend(files.files)
+    by_format = {f: files for f in plain} | {f: hidden for f in redacted}
+    _write_all(
+        done, by_format, worker, profile, formats, paper, template_dir, redact, source_text,
+        serving,
+    )  # fmt: skip
+    written = [*(files.files if files else []), *(hidden.files if hidden else [])]
+    done.files.extend(sorted(written, key=lambda path: FORMATS.index(path.suffix[1:])))
 
 
 def _write_all(
     done: Written,
-    files: StemFiles,
+    files: dict[str, StemFiles | None],
     worker: PdfWorker | None,
     profile: Profile,
     formats: list[str],
@@ -194,14 +209,14 @@ def _write_all(
         if worker is not None:
             worker.submit(pdf_page)
     if "json" in formats:
-        files.write("json", json_text)
+        _file(files, "json").write("json", json_text)
     if "html" in formats:
         page = (
             pdf_page
             if same and pdf_page is not None
             else _html(shown, paper, template_dir, sha, serving)
         )
-        files.write("html", page)
+        _file(files, "html").write("html", page)
     if pdf_page is not None:
         from hwadvisor.render.pdf import PdfUnavailable, render_pdf
 
@@ -210,7 +225,48 @@ def _write_all(
         except PdfUnavailable as exc:
             done.warnings.append(f"no PDF: {exc}")
         else:
-            files.write("pdf", data)
+            _file(files, "pdf").write("pdf", data)
+
+
+def _file(files: dict[str, StemFiles | None], fmt: str) -> StemFiles:
+    chosen = files.get(fmt)
+    if chosen is None:  # every format written has its files
+        raise UsageError(f"no file chosen for {fmt}")
+    return chosen
+
+
+def file_stem(profile: Profile) -> str:
+    """The name a scan or import gives its files: the host and the profile's UTC time,
+    ``build-7-20261121T100203Z``."""
+    host = profile.host.hostname.value or "host"
+    stamp = profile.created_utc.replace("-", "").replace(":", "")
+    return f"{_safe_name(host)[:64]}-{stamp}"
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "host"
+
+
+def redacted_stem(stem: str, profile: Profile, salt: str) -> str:
+    """The name of a redacted output: ``stem`` with the host's name (as a scan's file name
+    spells it) and every other identifier the redaction knows replaced by its token, so that
+    a file that is safe to send does not carry the hostname in its name."""
+    from hwadvisor.redact import redact_label, redact_profile
+
+    host = profile.host.hostname.value
+    if not host:
+        return _safe_name(redact_label(stem, [profile], salt))
+    tok = redact_profile(profile, salt).host.hostname.value or "redacted"
+    spelled = _safe_name(host)[:64]
+    if stem.lower().startswith(spelled.lower()):
+        stem = tok + stem[len(spelled) :]
+    named = _safe_name(redact_label(stem, [profile], salt))
+    # Whatever spelling is left (a host inside a longer word, a name cut at 64 characters):
+    # the token and the time, never the name.
+    forms = {host.lower(), spelled.lower(), *(p.lower() for p in host.split(".") if p)}
+    if any(len(f) >= 3 and f in named.lower() for f in forms):
+        return f"{tok}-{profile.created_utc.replace('-', '').replace(':', '')}"
+    return named
 
 
 def _html(
