@@ -259,3 +259,21 @@ def test_a_gpu_split_into_mig_slices_serves_from_one_slice() -> None:
     assert sliced.memory_available_bytes < 21e9 < full.memory_available_bytes
     assert full.fits_memory and not sliced.fits_memory
     assert sliced.gpus == 1
+
+
+@pytest.mark.parametrize("after", ["--help", "-h", "--quant"])
+def test_serve_without_a_model_is_a_usage_error_naming_it(
+    after: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", "-p", str(PROFILE), "--serve", after]) == 2
+    err = capsys.readouterr().err
+    assert "--serve needs a model" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unknown_model_is_said_before_any_machine_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no reports/ here: the machine would be detected
+    assert main(["advise", "--serve", "nosuchmodel-3b"]) == 2
+    err = capsys.readouterr().err
+    assert "not in the model catalog" in err and "detecting this machine" not in err

@@ -852,6 +852,16 @@ def _read_any(path: Path) -> Profile:
     return import_text(text, str(path))
 
 
+def _model_name(value: str) -> str:
+    """``--serve``'s value: an option there (``--serve --help``) means the model was left out."""
+    if value.startswith("-"):
+        raise UsageError(
+            f"--serve needs a model before {value}: for example --serve llama-3.1-8b "
+            "(`hwadvisor advise --help` lists the options)"
+        )
+    return value
+
+
 def _slug(name: str) -> str:
     """A model's name as a file-name part: letters, digits, '.', '-' and '_' only."""
     import re as _re
@@ -870,11 +880,14 @@ def _serve(
     """``advise --serve``: the inference answer, printed or written as JSON."""
     import datetime as _dt
 
-    from hwadvisor.advise.serving import build_request, serve_advice
+    from hwadvisor.advise.serving import build_request, check_request, serve_advice
     from hwadvisor.model.profile import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
 
-    request = build_request(model, **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus)
+    request = build_request(
+        _model_name(model), **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus
+    )
+    check_request(request)  # a model it cannot size is said before any machine is read
     profile = _read_any(profile_path) if profile_path is not None else _default_profile()
     answer = serve_advice(profile, request)
     if json_out is not None:
@@ -1056,9 +1069,10 @@ def report(
     serving = None
     stem = source.stem
     if serve is not None:
-        from hwadvisor.advise.serving import build_request, serve_advice
+        from hwadvisor.advise.serving import build_request, check_request, serve_advice
 
-        request = build_request(serve, **given)
+        request = build_request(_model_name(serve), **given)
+        check_request(request)
         text = read_text_file(source)
         profile = parse_profile(text, str(source))
         serving = serve_advice(profile, request)
