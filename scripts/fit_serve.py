@@ -67,6 +67,11 @@ def render() -> str:
     for key, (fixed, per_layer) in rules.host_s.items():
         lines.append(f'"{key}" = [{fixed}, {per_layer}]')
     lines.append("")
+    lines.append("[prefill_flops_max]")
+    lines.append("# per family: twice the fastest device (FLOP/s) its prefill was measured on")
+    for key, value in rules.prefill_flops_max.items():
+        lines.append(f'"{key}" = {value:.4g}')
+    lines.append("")
     lines.append("[range]")
     for key, value in spread.items():
         lines.append(f"{key} = {value}")

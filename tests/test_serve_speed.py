@@ -276,3 +276,24 @@ def test_the_eager_reference_runs_fit_the_hosts_time_per_forward_pass() -> None:
     vllm = estimate_speed(geom, find_quant("bf16"), context=512, engine="vllm", device=fast,
                           rules=rules)  # fmt: skip
     assert vllm.decode_tok_s > 3 * est.decode_tok_s
+
+
+@pytest.mark.parametrize("tflops", [20.0, 80.0, 165.0, 400.0, 989.0, 2000.0])
+def test_prefill_never_extrapolates_past_the_fastest_gpu_it_was_measured_on(tflops: float) -> None:
+    """llama.cpp's prefill was measured on GeForce cards up to 165 TFLOPS: an H200's 989
+    TFLOPS would have put an 8B model's prefill at 47,600 tok/s (third real H200 run); it is
+    estimated at no more than twice the fastest card measured."""
+    rules = load_rules()
+    ceiling = rules.prefill_flops_max["llama.cpp"]
+    device = DeviceSpeed(1.0e12, tflops * 1e12, kind="gpu")
+    est = estimate_speed(LLAMA_8B, find_quant("Q4_K_M"), context=4096, engine="llama.cpp",
+                         device=device)  # fmt: skip
+    at_ceiling = estimate_speed(
+        LLAMA_8B, find_quant("Q4_K_M"), context=4096, engine="llama.cpp",
+        device=DeviceSpeed(1.0e12, ceiling, kind="gpu"),
+    )  # fmt: skip
+    assert est.prefill_tok_s <= at_ceiling.prefill_tok_s * (1 + 1e-9)
+    if tflops * 1e12 > ceiling:
+        assert "twice the fastest GPU llama.cpp's prefill was measured on" in est.basis
+    else:
+        assert est.prefill_tok_s < at_ceiling.prefill_tok_s or tflops * 1e12 == ceiling

@@ -341,6 +341,20 @@ def _tables(
     return table, moe
 
 
+#: How far past the fastest device a family's prefill was measured on an estimate may reach.
+PREFILL_EXTRAPOLATION = 2.0
+
+
+def _prefill_ceilings(rows: list[SpeedRow]) -> dict[str, float]:
+    """Per served-engine family with prefill rows: twice the largest per-device FLOPs among
+    them (leaving the fastest card out, the next one still predicts it within 1.5x)."""
+    out: dict[str, float] = {}
+    for row in rows:
+        if row.prefill_tok_s and row.family not in HOST_FAMILIES:
+            out[row.family] = max(out.get(row.family, 0.0), row.device.flops_s)
+    return {k: v * PREFILL_EXTRAPOLATION for k, v in sorted(out.items())}
+
+
 def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> Rules:
     """Efficiencies per engine family, per family x device kind, per family x quant family, and
     per family x quant family x device kind (each shrunk toward the level above: the last toward
@@ -374,6 +388,7 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
         overhead_s={"*": PRIOR_OVERHEAD_S} | {k: round(v, 6) for k, v in sorted(overhead.items())},
         moe={k: round(v, 4) for k, v in sorted(moe.items())},
         host_s=dict(sorted(host.items())),
+        prefill_flops_max=_prefill_ceilings(rows),
     )
 
 

@@ -89,6 +89,12 @@ class Rules:
     runs the earlier ones, so a step takes the longer of the two; on a CPU the same cores do
     both, so the times add. Where a family has one, it replaces ``overhead_s``."""
 
+    prefill_flops_max: dict[str, float] = field(default_factory=dict)
+    """Per engine family: twice the largest FLOPs (per device) its prefill was measured at. A
+    faster device's prefill is estimated at that figure, not far beyond the evidence:
+    llama.cpp's quantized kernels, measured on GeForce cards, do not scale to a data-center
+    GPU's tensor peak."""
+
     def host_time(self, family: str, kind: str, layers: int) -> float | None:
         rule = self.host_s.get(f"{family}/{kind}")
         return None if rule is None else rule[0] + rule[1] * layers
@@ -122,6 +128,9 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
             overhead_s={str(k): float(v) for k, v in data.get("overhead_s", {}).items()},
             moe={str(k): float(v) for k, v in data.get("moe", {}).items()},
             host_s={str(k): (float(v[0]), float(v[1])) for k, v in data.get("host_s", {}).items()},
+            prefill_flops_max={
+                str(k): float(v) for k, v in data.get("prefill_flops_max", {}).items()
+            },
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"serve_model.toml: malformed efficiency table ({exc})") from exc
@@ -211,6 +220,9 @@ def estimate_speed(
     scale = _scale(device) if family == "vllm" else 1.0
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
     flops = device.flops_s * scale * eff_p
+    ceiling = rules.prefill_flops_max.get(family)
+    capped = ceiling is not None and device.flops_s > ceiling
+    prefill_flops = (min(device.flops_s, ceiling) if ceiling else device.flops_s) * scale * eff_p
     offload = min(max(offload_fraction, 0.0), 1.0)
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
@@ -237,7 +249,7 @@ def estimate_speed(
 
     per_token = w_active + kv_one
     decode = 1.0 / step_time(1)
-    prefill = flops / prefill_flops_per_token(geom, prompt_tokens)
+    prefill = prefill_flops / prefill_flops_per_token(geom, prompt_tokens)
     if offload > 0:
         # the CPU computes its layers' share of the prompt too (at the same efficiency)
         prefill = 1.0 / ((1.0 - offload) / prefill + offload / prefill * 4.0)
@@ -265,6 +277,12 @@ def estimate_speed(
             else f"{overhead * 1e3:.2f} ms a step"
         )
         + (f"; {offload:.0%} of the weights in RAM" if offload else "")
+        + (
+            f"; prefill at {ceiling / 1e12:.0f} TFLOPS, twice the fastest GPU {family}'s "
+            "prefill was measured on"
+            if capped and ceiling
+            else ""
+        )
     )
     return ServeSpeed(
         decode_tok_s=decode,
