@@ -29,6 +29,17 @@ _CLOCK = re.compile(r"(\s*<supported_graphics_clock>[^<]*</supported_graphics_cl
 TRIM_NOTE = "<!-- hwadvisor fixture: the remaining supported_graphics_clock entries are trimmed -->"
 
 
+def neutral_paths(text: str) -> str:
+    """The scan's storage path is the GPU machine's copy of the repository: a recording keeps
+    a neutral one instead (nothing of the machine the run came from)."""
+    try:
+        doc = json.loads(text)
+        doc["storage"]["path"]["value"] = "/srv/hwadvisor/reports"
+    except (ValueError, KeyError, TypeError):
+        return text
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
 def slug(text: str) -> str:
     words = re.sub(r"^NVIDIA\s+", "", text.strip(), flags=re.IGNORECASE)
     return re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-") or "gpu"
@@ -120,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         plan[root / "tests/fixtures/nvidia-smi" / f"validation-{name}.xml"] = xml
     for source, suffix in (("scan.json", ""), ("busy.json", "-busy")):
         if source in files:
-            text = files[source].decode("utf-8")
+            text = neutral_paths(files[source].decode("utf-8"))
             plan[root / "tests/fixtures/validation" / f"{name}{suffix}.json"] = text
     taken = [p for p in plan if p.exists()]
     if taken:
