@@ -497,8 +497,9 @@ def _this_cpu(w: Workload, profile: Profile, rules: Rules) -> Rate:
         step_rate = float(step.m.params["train_gflops_per_s"]) * step.scale * 1e9
         eff = min(1.0, step_rate / rate)
         note = (
-            f"measured fp32 matmul {fp32.gflops:,.0f} GFLOP/s; the small-CNN training step "
-            f"reached {eff:.0%} of it"
+            f"measured fp32 matmul {fp32.gflops:,.0f} GFLOP/s; a measured training step of a "
+            f"small conv net ran at {eff:.0%} of that speed, so conv training here is counted "
+            "at that share"
         )
         return Rate(
             title,
