@@ -90,7 +90,7 @@ def match_model(record: SpeedRecord) -> tuple[LlmGeometry | None, str]:
 def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware | None, str]:
     """The device the record names (the GPU catalog's peak figures), or else the profile's
     machine (its measured figures): its GPU for a GPU backend, its CPU for the CPU."""
-    from hwadvisor.advise.serve.speed import DeviceSpeed
+    from hwadvisor.advise.serve.speed import DeviceSpeed, base_kind, gpu_kind
     from hwadvisor.catalog.peaks import find_gpu_peak
 
     backend = (record.backend or "").upper()
@@ -102,11 +102,13 @@ def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware
         tflops = peak.fp16_tflops or peak.bf16_tflops or peak.fp32_tflops
         if not (peak.bandwidth_gbs and tflops):
             return None, f"the GPU catalog has no bandwidth or FLOPs for {peak.name}"
-        speed = DeviceSpeed(peak.bandwidth_gbs * 1e9, tflops * 1e12, "gpu", measured=False)
+        kind = gpu_kind(peak.vendor, peak.target)
+        speed = DeviceSpeed(peak.bandwidth_gbs * 1e9, tflops * 1e12, kind, measured=False)
         return Hardware(peak.name, speed), ""
     want = "gpu" if on_gpu else "cpu"
     for hw in machine:
-        if hw.speed.kind == want or (want == "cpu" and hw.speed.kind == "unified"):
+        kind = base_kind(hw.speed.kind)
+        if kind == want or (want == "cpu" and kind == "unified"):
             return hw, ""
     if not machine:
         return None, "no device named: give --profile, the scan of the machine it ran on"

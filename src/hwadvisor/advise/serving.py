@@ -19,7 +19,7 @@ from typing import Any
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value
-from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed
+from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
@@ -252,7 +252,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     speed=DeviceSpeed(
                         bandwidth_bytes_s=bandwidth,
                         flops_s=flops,
-                        kind="gpu",
+                        kind=gpu_kind(row.vendor, row.target) if row else "gpu",
                         count=n,
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,
@@ -326,7 +326,7 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
         speed=DeviceSpeed(
             bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
             flops_s=flops,
-            kind="gpu",
+            kind=gpu_kind(row.vendor, row.target),
             count=count,
             link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
             measured=False,

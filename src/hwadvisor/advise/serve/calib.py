@@ -17,11 +17,14 @@ from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     Rules,
     ServeSpeed,
+    base_kind,
     engine_family,
     estimate_speed,
+    gpu_kind,
     ratio_spread,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.peaks import find_gpu_peak
 from hwadvisor.catalog.toml import packaged_text, parse_toml
 from hwadvisor.errors import InputError
 
@@ -158,10 +161,14 @@ class SpeedRow:
 def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
     rows = []
     for raw in data.get("speed", []):
+        kind = str(raw["kind"])
+        if kind == "gpu":
+            peak = find_gpu_peak(str(raw.get("hardware", "")))
+            kind = gpu_kind(peak.vendor, peak.target) if peak is not None else kind
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,
-            kind=str(raw["kind"]),
+            kind=kind,
             count=int(raw.get("count", 1)),
             measured=False,
         )
@@ -246,10 +253,11 @@ def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]])
     t_host = rule[0] + rule[1] * row.geom.layers
     tokens = row.prompt_tokens if phase == "prefill" else 1
     spent = tokens / float(measured)
-    spare = spent - t_host if row.device.kind != "gpu" else spent
+    on_gpu = base_kind(row.device.kind) == "gpu"
+    spare = spent - t_host if not on_gpu else spent
     est = _estimate(row, UNIT)
     ideal = tokens / (est.prefill_tok_s if phase == "prefill" else est.per_user_tok_s)
-    if spare <= 0 or (row.device.kind == "gpu" and t_host >= 0.5 * spent):
+    if spare <= 0 or (on_gpu and t_host >= 0.5 * spent):
         return None
     return min(MAX_EFFICIENCY, ideal / spare)
 

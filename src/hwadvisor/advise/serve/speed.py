@@ -39,6 +39,28 @@ FAST_LINK_BYTES_S = 100e9
 MAX_USERS = 4096
 
 
+#: NVIDIA GPUs before Volta (compute capability below 7.0: Pascal, Maxwell, Kepler). llama.cpp
+#: and the other engines decode on them at a lower share of their bandwidth (GTX 1050 Ti 0.5x,
+#: GTX 1080 Ti 0.75x of the rule fitted on newer cards): their own level of the fit.
+LEGACY_GPU = "gpu-legacy"
+
+
+def base_kind(kind: str) -> str:
+    """``gpu``, ``cpu`` or ``unified``: a refined kind (``gpu-legacy``) without its refinement."""
+    return kind.split("-", 1)[0]
+
+
+def gpu_kind(vendor: str | None, target: str | None) -> str:
+    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, else ``gpu``."""
+    if (vendor or "").lower() == "nvidia" and target:
+        try:
+            if float(target) < 7.0:
+                return LEGACY_GPU
+        except ValueError:
+            pass
+    return "gpu"
+
+
 def engine_family(engine: str) -> str:
     """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (with SGLang and
     TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
@@ -96,16 +118,19 @@ class Rules:
     GPU's tensor peak."""
 
     def host_time(self, family: str, kind: str, layers: int) -> float | None:
-        rule = self.host_s.get(f"{family}/{kind}")
+        rule = self.host_s.get(f"{family}/{kind}") or self.host_s.get(f"{family}/{base_kind(kind)}")
         return None if rule is None else rule[0] + rule[1] * layers
 
     def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
         table = self.decode if phase == "decode" else self.prefill
         # the device kind before the quant family: a quantization measured only on GPUs says
         # less of a CPU than the CPU's rows in other quantizations do
+        base = base_kind(kind)
         for key in (
             f"{family}/{quant_family}/{kind}",
             f"{family}/*/{kind}",
+            f"{family}/{quant_family}/{base}",
+            f"{family}/*/{base}",
             f"{family}/{quant_family}",
             f"{family}",
         ):
@@ -214,7 +239,7 @@ def estimate_speed(
     host = rules.host_time(family, device.kind, geom.layers)
     if host is not None:
         overhead = 0.0
-    overlaps = device.kind == "gpu"
+    overlaps = base_kind(device.kind) == "gpu"
     # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
     scale = _scale(device) if family == "vllm" else 1.0
