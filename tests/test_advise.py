@@ -695,3 +695,13 @@ def test_serving_counts_the_gpus_not_shown_as_the_shown_model() -> None:
     gpu = next(o for o in machine_options(profile) if o.gpus)
     assert gpu.gpus == 4
     assert "3 not in the imported text, assumed to be the same" in gpu.hardware
+
+
+def test_the_advise_package_names_each_public_name_once_and_loads_it_on_use() -> None:
+    import hwadvisor.advise as package
+
+    assert sorted(package.__all__) == sorted(package._WHERE)
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+    with pytest.raises(AttributeError):
+        _ = package.no_such_name

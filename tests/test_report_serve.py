@@ -97,3 +97,50 @@ def test_the_report_of_a_machine_not_sized_says_why(tmp_path: Path) -> None:
     assert code == 0
     (page,) = tmp_path.glob("*.html")
     assert "not sized" in _text(page.read_text(encoding="utf-8"))
+
+
+def test_a_full_disk_writes_nothing_and_is_exit_4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+    import os
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    argv = ["report", str(H200), "-o", str(tmp_path), "-f", "html", "--serve", "llama-3.1-8b"]
+    assert main(argv) == 4
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # no partial page, no temporary file
+
+
+def test_an_earlier_serving_report_is_never_replaced(tmp_path: Path) -> None:
+    argv = ["report", str(H200), "-o", str(tmp_path), "-f", "html", "--no-redact",
+            "--serve", "llama-3.1-8b"]  # fmt: skip
+    earlier = tmp_path / "h200-2026-11-27-serve-llama-3.1-8b.html"
+    earlier.write_text("mine", encoding="utf-8")
+    assert main(argv) == 0
+    assert earlier.read_text(encoding="utf-8") == "mine"
+    assert len(list(tmp_path.glob("h200-2026-11-27-serve-llama-3.1-8b*.html"))) == 2
+
+
+def test_a_local_model_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model is checked before the machine is read, and that check's shape is the one the
+    answer uses: a GGUF or config.json header is read once."""
+    import hwadvisor.importers.modelfile as modelfile
+
+    calls: list[Path] = []
+    real = modelfile.geometry_from_file
+
+    def counted(path: Path) -> object:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(modelfile, "geometry_from_file", counted)
+    config = Path(__file__).parent / "fixtures" / "modelfiles" / "llama-3.1-8b.config.json"
+    argv = ["report", str(H200), "-o", str(tmp_path), "-f", "html", "--serve", str(config)]
+    assert main(argv) == 0
+    assert main(["advise", "-p", str(H200), "--serve", str(config), "--json", "-"]) == 0
+    assert calls == [config, config]

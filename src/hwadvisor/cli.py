@@ -841,11 +841,10 @@ def _read_any(path: Path) -> Profile:
     """A saved profile, or any file ``hwadvisor import`` reads. A saved profile is parsed
     directly: the importers (and their readiness rules) load only for other formats, which
     keeps `advise` quick to start."""
-    from hwadvisor.model.load import parse_profile, read_text_file
+    from hwadvisor.model.load import looks_like_profile, parse_profile, read_text_file
 
     text = read_text_file(path)
-    body = text.lstrip("\ufeff \t\r\n")
-    if body.startswith("{") and '"schema_version"' in body[:65536]:
+    if looks_like_profile(text):
         return parse_profile(text, str(path))
     from hwadvisor.importers.detect import import_text
 
@@ -887,9 +886,9 @@ def _serve(
     request = build_request(
         _model_name(model), **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus
     )
-    check_request(request)  # a model it cannot size is said before any machine is read
+    checked = check_request(request)  # a model it cannot size is said before any machine is read
     profile = _read_any(profile_path) if profile_path is not None else _default_profile()
-    answer = serve_advice(profile, request)
+    answer = serve_advice(profile, request, checked=checked)
     if json_out is not None:
         document = {
             "schema_version": SCHEMA_VERSION,
@@ -1066,21 +1065,21 @@ def report(
         kv_cache=kv_cache,
     )
     chosen = parse_formats(formats)
-    serving = None
-    stem = source.stem
+    request = checked = None
     if serve is not None:
         from hwadvisor.advise.serving import build_request, check_request, serve_advice
 
         request = build_request(_model_name(serve), **given)
-        check_request(request)
-        text = read_text_file(source)
-        profile = parse_profile(text, str(source))
-        serving = serve_advice(profile, request)
-        stem = f"{source.stem}-serve-{_slug(serving.model)}"
+        checked = check_request(request)
     else:
         refuse_serve_options(given)
-        text = read_text_file(source)
-        profile = parse_profile(text, str(source))
+    text = read_text_file(source)
+    profile = parse_profile(text, str(source))
+    serving = None
+    stem = source.stem
+    if request is not None:
+        serving = serve_advice(profile, request, checked=checked)
+        stem = f"{source.stem}-serve-{_slug(serving.model)}"
     written = write_reports(
         profile,
         folder=out or source.parent,

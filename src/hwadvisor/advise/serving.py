@@ -453,10 +453,14 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
 
 
 def serve_advice(
-    profile: Profile, request: ServeRequest, prices: Prices | None = None
+    profile: Profile,
+    request: ServeRequest,
+    prices: Prices | None = None,
+    checked: tuple[LlmGeometry, Any] | None = None,
 ) -> InferenceAdvice:
-    """The whole inference answer for ``request`` on the machine of ``profile``."""
-    geom, quant = check_request(request)
+    """The whole inference answer for ``request`` on the machine of ``profile``; ``checked``
+    is what :func:`check_request` already returned for it (a model file is read once)."""
+    geom, quant = checked if checked is not None else check_request(request)
     prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
     candidates = machine_options(profile)

@@ -23,7 +23,7 @@ from hwadvisor.importers.merge import Part, merge
 from hwadvisor.importers.paste import clean_paste, strip_escapes
 from hwadvisor.importers.registry import Format, closest, detect, formats
 from hwadvisor.model.facts import Fact, Source, fact, unknown
-from hwadvisor.model.load import parse_profile, read_text_file
+from hwadvisor.model.load import looks_like_profile, parse_profile, read_text_file
 from hwadvisor.model.profile import (
     NOT_SHOWN,
     Diagnostics,
@@ -154,10 +154,7 @@ def _check(text: str, origin: str) -> None:
         raise InputError(f"{origin}: not text (control characters; a binary file?)")
 
 
-def _is_profile(text: str) -> bool:
-    """A saved profile: a JSON object with ``schema_version`` (its first key, as written)."""
-    body = text.lstrip("\ufeff \t\r\n")
-    return body.startswith("{") and '"schema_version"' in body[:65536]
+_is_profile = looks_like_profile  # the saved-profile test, shared with the command line
 
 
 def _finish(parts: list[tuple[Part, Imported]]) -> Profile:

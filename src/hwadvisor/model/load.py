@@ -134,6 +134,12 @@ def parse_profile(text: str, origin: str = "profile") -> Profile:
         ) from exc
 
 
+def looks_like_profile(text: str) -> bool:
+    """A saved profile: a JSON object with ``schema_version`` (its first key, as written)."""
+    body = text.lstrip("\ufeff \t\r\n")
+    return body.startswith("{") and '"schema_version"' in body[:65536]
+
+
 def read_text_file(path: Path) -> str:
     """The text of an input file (:func:`hwadvisor.inputfile.read_input`: regular files only, a
     size cap, UTF-8 or UTF-16); problems are one-line input errors."""
