@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,10 +29,25 @@ def _children_may_start_again() -> Iterator[None]:
     allow_children()
 
 
+_CACHE_MADE: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The parsed-catalog cache of the test run in a folder of its own (removed at the end):
+    tests never write to, nor read from, the user's cache folder."""
+    if "HWADVISOR_CACHE_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="hwadvisor-test-cache-")
+        _CACHE_MADE.append(folder)
+        os.environ["HWADVISOR_CACHE_DIR"] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _CACHE_MADE:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` need a real NVIDIA GPU: skip them where there is none."""
-    import shutil
-
     if shutil.which("nvidia-smi") and Path("/dev/nvidiactl").exists():
         return
     skip = pytest.mark.skip(reason="needs a real NVIDIA GPU")

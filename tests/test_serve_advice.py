@@ -277,3 +277,47 @@ def test_an_unknown_model_is_said_before_any_machine_is_read(
     assert main(["advise", "--serve", "nosuchmodel-3b"]) == 2
     err = capsys.readouterr().err
     assert "not in the model catalog" in err and "detecting this machine" not in err
+
+
+def test_an_assumed_gpu_without_a_saved_profile_is_answered_without_detecting_this_machine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hwadvisor.pipeline
+
+    def no_scan(*_: object, **__: object) -> None:
+        raise AssertionError("this machine was detected")
+
+    monkeypatch.setattr(hwadvisor.pipeline, "run_scan", no_scan)
+    monkeypatch.chdir(tmp_path)  # no reports/ here
+    args = ["advise", "--serve", "meta-llama/Meta-Llama-3-8B", "--quant", "Q4_K_M"]
+    assert main([*args, "--assume-gpu", "RTX 3070", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    inference = json.loads(out)["inference"]
+    assert inference["this_machine"] is None
+    assert "no saved profile" in inference["this_machine_note"]
+    assert [e["hardware"] for e in inference["estimates"] if e["origin"] == "assumed"] == [
+        "GeForce RTX 3070"
+    ]
+    assert "leaves this machine out" in err and not (tmp_path / "reports").exists()
+    # The terminal says the same as the JSON.
+    assert main([*args, "--assume-gpu", "RTX 3070"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "This machine: not sized: no saved profile was read" in shown
+    # Without --assume-gpu the question is this machine: it is detected.
+    assert main(args) == 1  # an internal error: the detection was reached
+    assert "this machine was detected" in capsys.readouterr().err
+
+
+def test_an_assumed_gpu_is_put_beside_the_newest_saved_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scanned = Path(__file__).parent / "fixtures" / "validation" / "h200-2026-11-27.json"
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "box.json").write_bytes(scanned.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    args = ["advise", "--serve", "llama3-8b-chat", "--assume-gpu", "RTX 3070", "--json", "-"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    inference = json.loads(out)["inference"]
+    assert inference["this_machine"]["origin"] == "this machine"
+    assert inference["this_machine_note"] is None and "box.json" in err

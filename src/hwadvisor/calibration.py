@@ -44,7 +44,7 @@ from hwadvisor.catalog.schema import (
     load_toml,
     read_text,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import TomlSource, packaged_data
 from hwadvisor.errors import InputError
 from hwadvisor.workloads import (
     TRAINING_PRECISIONS,
@@ -272,10 +272,12 @@ def load_calibration(path: Path | None = None) -> list[CalibrationRow]:
 
 @lru_cache(maxsize=1)
 def _packaged_rows() -> tuple[CalibrationRow, ...]:
-    return tuple(_parse(packaged_text(CALIBRATION_RESOURCE), CALIBRATION_RESOURCE))
+    return tuple(
+        _parse(packaged_data(CALIBRATION_RESOURCE, CalibrationError), CALIBRATION_RESOURCE)
+    )
 
 
-def _parse(text: str, origin: str) -> list[CalibrationRow]:
+def _parse(text: TomlSource, origin: str) -> list[CalibrationRow]:
     return [r.row() for r in load_toml(_Table, text, origin, CalibrationError).row]
 
 

@@ -167,6 +167,16 @@ def _stderr() -> Console:
     return console(stderr=True, soft_wrap=True)
 
 
+def _note(text: str) -> None:
+    """One plain line on stderr, without the terminal library: a command that answers in JSON
+    starts faster without it. A stderr that cannot be written loses the note only."""
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _progress_callback(console: Console) -> tuple[Progress, Callable[[ProbeEvent], None]]:
     """A live display of the probes on stderr: the display and the pipeline's callback."""
     from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
@@ -880,14 +890,27 @@ def _serve(
     import datetime as _dt
 
     from hwadvisor.advise.serving import build_request, check_request, serve_advice
-    from hwadvisor.model.profile import SCHEMA_VERSION
+    from hwadvisor.model.schema_version import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
 
     request = build_request(
         _model_name(model), **given, assume_gpu=tuple(assume_gpu or ()), gpus=gpus
     )
     checked = check_request(request)  # a model it cannot size is said before any machine is read
-    profile = _read_any(profile_path) if profile_path is not None else _default_profile()
+    profile: Profile | None
+    if profile_path is not None:
+        profile = _read_any(profile_path)
+    elif assume_gpu:
+        # A what-if: the assumed GPU is the question. A saved scan adds this machine beside
+        # it; detecting it now (seconds) would only add an unmeasured line.
+        profile = _saved_profile(Path("reports"))
+        if profile is None:
+            _note(
+                "No profile in reports: the answer leaves this machine out "
+                "(`hwadvisor scan` or -p FILE puts it beside the assumed GPU)"
+            )
+    else:
+        profile = _default_profile()
     answer = serve_advice(profile, request, checked=checked)
     if json_out is not None:
         document = {
@@ -912,28 +935,40 @@ def _serve(
 def _default_profile(folder: Path = Path("reports")) -> Profile:
     """The newest profile ``scan`` left in ``folder`` (said on stderr), else this machine
     detected now without benchmarks."""
+    found = _saved_profile(folder)
+    if found is not None:
+        return found
+    from hwadvisor.pipeline import ScanOptions, run_scan
+
+    _stderr().print(
+        f"No profile in {_escape(str(folder))}: detecting this machine without benchmarks "
+        "(hwadvisor scan measures it)"
+    )
+    return run_scan(ScanOptions(out_dir=folder, bench=False))
+
+
+def _saved_profile(folder: Path) -> Profile | None:
+    """The newest profile ``scan`` left in ``folder`` (said on stderr), or ``None``."""
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not paths:
+        return None  # and the profile's models are not loaded
     from hwadvisor.errors import InputError
     from hwadvisor.model.load import load_profile
 
     newest: tuple[str, Path, Profile] | None = None
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for path in paths:
         try:
             found = load_profile(path)
         except InputError:
             continue  # not a profile (or unreadable): another file of the folder
         if found.imported is None and (newest is None or found.created_utc > newest[0]):
             newest = (found.created_utc, path, found)
-    err = _stderr()
-    if newest is not None:
-        err.print(f"Using {_escape(str(newest[1]))} (the newest profile in {_escape(str(folder))})")
-        return newest[2]
-    from hwadvisor.pipeline import ScanOptions, run_scan
-
-    err.print(
-        f"No profile in {_escape(str(folder))}: detecting this machine without benchmarks "
-        "(hwadvisor scan measures it)"
+    if newest is None:
+        return None
+    _stderr().print(
+        f"Using {_escape(str(newest[1]))} (the newest profile in {_escape(str(folder))})"
     )
-    return run_scan(ScanOptions(out_dir=folder, bench=False))
+    return newest[2]
 
 
 @app.command(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final
 
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.workloads import Workload, WorkloadError, activation_scale
 
 __all__ = [
@@ -878,4 +878,6 @@ def load_memory_cases(
 def _packaged_cases() -> tuple[MemoryCase, ...]:
     from hwadvisor.catalog.memory_cases import parse_cases
 
-    return tuple(parse_cases(packaged_text(MEMORY_CASES_RESOURCE), MEMORY_CASES_RESOURCE))
+    return tuple(
+        parse_cases(packaged_data(MEMORY_CASES_RESOURCE, MemoryModelError), MEMORY_CASES_RESOURCE)
+    )

@@ -36,7 +36,7 @@ from hwadvisor.catalog.schema import (
     load_toml,
     read_text,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import TomlSource, packaged_data
 from hwadvisor.units import human_duration, size_text
 
 __all__ = [
@@ -221,7 +221,9 @@ def load_workloads(path: Path | None = None) -> list[Workload]:
 
 @lru_cache(maxsize=1)
 def _default_workloads() -> tuple[Workload, ...]:
-    return tuple(_parse_workloads(packaged_text(WORKLOADS_RESOURCE), WORKLOADS_RESOURCE))
+    return tuple(
+        _parse_workloads(packaged_data(WORKLOADS_RESOURCE, WorkloadError), WORKLOADS_RESOURCE)
+    )
 
 
 class _Efficiency(DataModel):
@@ -309,7 +311,7 @@ class _WorkloadsFile(DataModel):
         return self
 
 
-def _parse_workloads(text: str, origin: str) -> list[Workload]:
+def _parse_workloads(text: TomlSource, origin: str) -> list[Workload]:
     data = load_toml(_WorkloadsFile, text, origin, WorkloadError)
     return [row.workload(getattr(data.bytes_per_parameter, row.precision)) for row in data.workload]
 

@@ -33,7 +33,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     unique,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
 GB = 1e9
@@ -265,7 +265,9 @@ def load_rules(path: Path | None = None) -> Rules:
 @lru_cache(maxsize=1)
 def _builtin_rules() -> Rules:
     origin = "built-in rules"
-    return load_toml(_RulesFile, packaged_text("rules.toml"), origin, RulesError).rules(origin)
+    return load_toml(_RulesFile, packaged_data("rules.toml", RulesError), origin, RulesError).rules(
+        origin
+    )
 
 
 def parse_candidate(row: Any, index: int, origin: str) -> Candidate:

@@ -35,7 +35,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     unique,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
 #: Prices older than this are shown with their date and a warning.
@@ -257,7 +257,9 @@ def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
 
 @lru_cache(maxsize=1)
 def _builtin_file() -> _PricesFile:
-    return load_toml(_PricesFile, packaged_text("prices.toml"), "prices.toml", InputError)
+    return load_toml(
+        _PricesFile, packaged_data("prices.toml", InputError), "prices.toml", InputError
+    )
 
 
 def builtin_prices() -> Prices:

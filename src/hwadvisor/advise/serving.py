@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
@@ -23,9 +23,11 @@ from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
-from hwadvisor.model.bench import BenchStatus, Measurement
-from hwadvisor.model.profile import Profile, assumed_like_shown
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
+
+if TYPE_CHECKING:  # a profile's models load with the profile: a what-if answer reads none
+    from hwadvisor.model.bench import Measurement
+    from hwadvisor.model.profile import Profile
 
 ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm")
 
@@ -131,6 +133,8 @@ class _Candidate:
 
 
 def _undisturbed(m: Measurement) -> bool:
+    from hwadvisor.model.bench import BenchStatus
+
     return m.status == BenchStatus.OK and not m.disturbances
 
 
@@ -205,6 +209,8 @@ def _apple(profile: Profile) -> bool:
 def machine_options(profile: Profile) -> list[_Candidate]:
     """This machine as serving options: its GPUs, and its CPU with its RAM (measured figures
     where the scan has them)."""
+    from hwadvisor.model.profile import assumed_like_shown
+
     out: list[_Candidate] = []
     gpus = [g for g in profile.gpus if g.vram_total_bytes.value and not g.lost]
     if gpus:
@@ -453,17 +459,18 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
 
 
 def serve_advice(
-    profile: Profile,
+    profile: Profile | None,
     request: ServeRequest,
     prices: Prices | None = None,
     checked: tuple[LlmGeometry, Any] | None = None,
 ) -> InferenceAdvice:
-    """The whole inference answer for ``request`` on the machine of ``profile``; ``checked``
-    is what :func:`check_request` already returned for it (a model file is read once)."""
+    """The whole inference answer for ``request`` on the machine of ``profile`` (``None``:
+    assumed and catalog hardware only); ``checked`` is what :func:`check_request` already
+    returned for it (a model file is read once)."""
     geom, quant = checked if checked is not None else check_request(request)
     prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
-    candidates = machine_options(profile)
+    candidates = machine_options(profile) if profile is not None else []
     for name in request.assume_gpu:
         row = find_gpu_peak(name, None, fallback=False)
         if row is None:
@@ -511,6 +518,15 @@ def serve_advice(
         for e in sorted(same, key=lambda e: e.gpus):
             fewest.setdefault(e.hardware.split("× ")[-1], e)
         recommendation = min(fewest.values(), key=_cost_key, default=None)
+    note = None
+    if here is None:
+        note = (
+            "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
+            "machine beside the assumed hardware)"
+            if profile is None
+            else "not sized: its profile has no trusted measurement of its memory bandwidth "
+            "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
+        )
     caveats = []
     if here is not None and not here.measured:
         caveats.append(
@@ -536,6 +552,7 @@ def serve_advice(
         kv_cache=request.kv_cache,
         scenario_class=scenario,
         this_machine=here,
+        this_machine_note=note,
         recommendation=recommendation,
         estimates=estimates,
         currency=prices.currency,

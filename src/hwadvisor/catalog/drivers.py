@@ -21,7 +21,7 @@ from hwadvisor.catalog.schema import (
     load_toml,
     read_text,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import TomlSource, packaged_data
 
 __all__ = [
     "DRIVERS_RESOURCE",
@@ -140,10 +140,10 @@ def load_driver_catalog(path: Path | None = None) -> DriverCatalog:
 
 @lru_cache(maxsize=1)
 def _packaged() -> DriverCatalog:
-    return _parse(packaged_text(DRIVERS_RESOURCE), DRIVERS_RESOURCE)
+    return _parse(packaged_data(DRIVERS_RESOURCE, CatalogError), DRIVERS_RESOURCE)
 
 
-def _parse(text: str, origin: str) -> DriverCatalog:
+def _parse(text: TomlSource, origin: str) -> DriverCatalog:
     data = load_toml(_Drivers, text, origin, CatalogError)
     return DriverCatalog(
         branches={_release(cuda): branch for cuda, branch in data.linux_driver_branch.items()},

@@ -32,7 +32,7 @@ from hwadvisor.catalog.schema import (
     distinct_entries,
     load_toml,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import TomlSource, packaged_data
 from hwadvisor.errors import UsageError
 
 __all__ = [
@@ -191,7 +191,7 @@ def lookup_key(name: str) -> str:
 _SHAPE_KEYS = tuple(f.name for f in fields(LlmShape))
 
 
-def parse_llms(text: str, origin: str = LLMS_RESOURCE) -> _Catalog:
+def parse_llms(text: TomlSource, origin: str = LLMS_RESOURCE) -> _Catalog:
     """The catalog in ``text``; :class:`CatalogError` naming the row for a bad one."""
     data = load_toml(_Llms, text, origin, CatalogError)
     models: list[LlmGeometry] = []
@@ -220,7 +220,7 @@ def parse_llms(text: str, origin: str = LLMS_RESOURCE) -> _Catalog:
 
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
-    return parse_llms(packaged_text(LLMS_RESOURCE))
+    return parse_llms(packaged_data(LLMS_RESOURCE, CatalogError))
 
 
 def all_llms() -> list[LlmGeometry]:

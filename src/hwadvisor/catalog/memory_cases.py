@@ -30,6 +30,7 @@ from hwadvisor.catalog.schema import (
     load_table,
     load_toml,
 )
+from hwadvisor.catalog.toml import TomlSource
 from hwadvisor.memory import (
     _LORA_MODULES,
     BASE_WEIGHT_BITS,
@@ -180,6 +181,6 @@ def read_spec(data: object, where: str) -> MemorySpec:
     return load_table(_Spec, data, where, MemoryModelError)._spec
 
 
-def parse_cases(text: str, origin: str) -> list[MemoryCase]:
+def parse_cases(text: TomlSource, origin: str) -> list[MemoryCase]:
     """The cases of a ``memory_cases.toml`` text, in file order; :class:`MemoryModelError`."""
     return [c.case() for c in load_toml(_CasesFile, text, origin, MemoryModelError).case]

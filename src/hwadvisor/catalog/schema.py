@@ -25,7 +25,7 @@ from typing import Annotated, Any, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import ErrorDetails, core_schema
 
-from hwadvisor.catalog.toml import parse_toml
+from hwadvisor.catalog.toml import TomlSource, parse_toml
 
 __all__ = [
     "FLAG",
@@ -192,8 +192,9 @@ def read_text(path: Path, error: type[Exception]) -> str:
         raise error(str(exc)) from exc
 
 
-def load_toml(model: type[M], text: str, origin: str, error: type[Exception]) -> M:
-    """TOML text as ``model``: invalid TOML or invalid data raise ``error`` naming ``origin``."""
+def load_toml(model: type[M], text: TomlSource, origin: str, error: type[Exception]) -> M:
+    """TOML text (or a packaged catalog already parsed) as ``model``: invalid TOML or invalid
+    data raise ``error`` naming ``origin``."""
     return load_table(model, parse_toml(text, origin, error), origin, error, whole_file=True)
 
 

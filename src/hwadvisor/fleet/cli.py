@@ -28,7 +28,7 @@ from hwadvisor.cliopts import (
     serve_options,
 )
 from hwadvisor.exitcodes import ExitStatus, epilog
-from hwadvisor.fleet.logstream import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, MIN_LINE_BYTES
+from hwadvisor.fleet.linesize import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, MIN_LINE_BYTES
 
 if TYPE_CHECKING:
     from hwadvisor.fleet.store import Fleet, IngestResult

@@ -42,14 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from hwadvisor.fleet.linesize import DEFAULT_LINE_BYTES, MAX_LINE_BYTES, MIN_LINE_BYTES
+
 MARKER = "hwadvisor-profile"
 #: The format of the lines this hwadvisor writes and reads.
 FORMAT = 1
-DEFAULT_LINE_BYTES = 8000
-#: Room for the header and a useful piece of payload.
-MIN_LINE_BYTES = 256
-#: Past this, the lines would be cut by the pipelines they are for (containerd: 16 KiB).
-MAX_LINE_BYTES = 1024 * 1024
 
 #: A log line (partial lines joined) longer than this is no profile's: a profile of a 16-GPU
 #: machine with every benchmark is under 1 MB.

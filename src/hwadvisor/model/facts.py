@@ -93,7 +93,7 @@ class StrictModel(BaseModel):
     and every string is made :func:`visible` (a profile is input: an escape sequence in a host
     name must not reach a terminal)."""
 
-    model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null")
+    model_config = ConfigDict(extra="ignore", ser_json_inf_nan="null", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,19 +15,7 @@ from hwadvisor.model.advice import Advice
 from hwadvisor.model.bench import Benchmarks
 from hwadvisor.model.facts import Fact, StrictModel, unknown
 from hwadvisor.model.labels import clean_labels
-
-#: Bumped when the JSON changes shape. Loaders accept every version up to this one.
-#: 1: detection. 2: adds ``benchmarks``. 3: adds ``advice``. 4: adds the benchmarks' load
-#: conditions, per-measurement disturbances and threads, and the benchmark devices' identity.
-#: 5: adds ``imported`` (what an imported profile was read from), the GPUs' ``catalog_name`` and
-#: ``gpu_class``, and the import formats' fact sources. 6: adds ``system`` (DMI vendor, product,
-#: serial, BIOS), ``network`` (NICs, InfiniBand/RoCE ports) and the GPUs' health facts (VBIOS,
-#: ECC error counts, retired pages, remapped rows, recent Xid errors). 7: the advice as one
-#: answer: ``deadline_hours``, the ``recommendation`` with its costs, ``class_below``,
-#: ``if_you_can_wait``, ``assumed`` verdicts, ``key_figures``, ``caveats``, the verdict's words
-#: (``this_machine.verdict``, ``checks``), each estimate's ``scenario_class`` and costs.
-#: 8: ``host.labels`` (``scan --label``).
-SCHEMA_VERSION = 8
+from hwadvisor.model.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
 
 
 def _not_probed() -> Fact[Any]:
@@ -479,4 +467,4 @@ class Profile(StrictModel):
     """What ``hwadvisor import`` read this profile from; null for a scan."""
 
 
-PlatformInfo.model_rebuild()
+PlatformInfo.model_rebuild(raise_errors=False)

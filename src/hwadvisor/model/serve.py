@@ -74,6 +74,8 @@ class InferenceAdvice(StrictModel):
     scenario_class: int | None = None
     """The smallest class with an option that holds the model and meets the target."""
     this_machine: InferenceEstimate | None = None
+    this_machine_note: str | None = None
+    """Why ``this_machine`` is null: no profile was read, or it has no trusted bandwidth."""
     recommendation: InferenceEstimate | None = None
     estimates: list[InferenceEstimate] = Field(default_factory=list)
     currency: str | None = None

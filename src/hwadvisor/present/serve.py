@@ -72,11 +72,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
             f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else ""
         )
     if h is None:
-        machine = (
-            "This machine: not sized — its profile has no trusted measurement of its memory "
-            "bandwidth (none, or taken while it was busy): `hwadvisor scan` on an idle machine "
-            "measures it."
-        )
+        machine = f"This machine: {a.this_machine_note or 'not sized'}."
     else:
         fit = (
             f"fits ({_gib(h.memory_needed_bytes)} of {_gib(h.memory_available_bytes)})"

@@ -25,7 +25,7 @@ from hwadvisor.advise.serve.speed import (
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import find_gpu_peak
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
 SHRINK = 3.0
@@ -51,7 +51,7 @@ _GEOM_FIELDS = (
 
 
 def load_calibration() -> dict[str, Any]:
-    return parse_toml(packaged_text("serve_calibration.toml"), "serve_calibration.toml", InputError)
+    return packaged_data("serve_calibration.toml", InputError)
 
 
 def geometry(name: str, data: dict[str, Any]) -> LlmGeometry:

@@ -28,7 +28,7 @@ from typing import Any
 
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
 from hwadvisor.catalog.llm_geometry import LlmGeometry
-from hwadvisor.catalog.toml import packaged_text, parse_toml
+from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
 PRIOR_DECODE = 0.6
@@ -164,9 +164,7 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
 @lru_cache(maxsize=1)
 def load_rules() -> Rules:
     """The shipped rules."""
-    return rules_from_data(
-        parse_toml(packaged_text("serve_model.toml"), "serve_model.toml", InputError)
-    )
+    return rules_from_data(packaged_data("serve_model.toml", InputError))
 
 
 @dataclass(frozen=True)
