@@ -32,6 +32,8 @@ def test_each_public_config_gives_its_catalog_row(path: Path) -> None:
     assert quant is None and geometry.source == str(path)
     assert {k: getattr(geometry, k) for k in SHAPE} == {k: getattr(row, k) for k in SHAPE}
     assert geometry.params_total == pytest.approx(row.params_total, rel=0.03)
+    # tie_word_embeddings (or the model type's default) as the catalog records it
+    assert geometry.tied_embeddings == row.tied_embeddings
 
 
 def test_config_json_keys_of_each_family() -> None:
@@ -177,6 +179,7 @@ def test_a_gguf_header_gives_shape_count_and_quant(tmp_path: Path) -> None:
     assert geometry.params_total == DENSE + EXPERTS
     assert geometry.params_active == DENSE + EXPERTS / 2
     assert geometry.name == "tiny-Q4_K_M" and geometry.source == str(path)
+    assert not geometry.tied_embeddings  # it has an output.weight of its own
 
 
 def test_a_gguf_with_sliding_windows_and_no_file_type(tmp_path: Path) -> None:
@@ -194,6 +197,7 @@ def test_a_gguf_with_sliding_windows_and_no_file_type(tmp_path: Path) -> None:
     path.write_bytes(_gguf(meta, [_tensor("token_embd.weight", 64, 50, kind=8)], version=2))
     geometry, quant = geometry_from_file(path)
     assert quant == "Q8_0"  # the tensors' own type
+    assert geometry.tied_embeddings  # no output.weight: the token embedding is the head
     assert (geometry.sliding_window, geometry.sliding_layers) == (1024, 10)
     assert (geometry.kv_heads, geometry.head_dim, geometry.vocab) == (1, 16, 50)
 

@@ -86,8 +86,8 @@ def test_checkpoint_quantizations_keep_the_embedding_and_output_at_16_bits() -> 
     assert weights_bytes(llama70, find_quant("int8"), "vllm") / GiB == pytest.approx(
         67.72, rel=0.03
     )
-    # GGUF averages, float formats and MLX (which quantizes the embedding too) are unchanged
-    for quant, engine in (("Q4_K_M", "llama.cpp"), ("bf16", "vllm"), ("int4", "mlx")):
+    # Float formats and MLX (which quantizes the embedding too) are their bits throughout
+    for quant, engine in (("bf16", "vllm"), ("int4", "mlx")):
         q = find_quant(quant)
         assert weights_bytes(qwen7, q, engine) == pytest.approx(
             qwen7.params_total * q.bytes_per_weight
@@ -100,8 +100,11 @@ def test_mxfp4_quantizes_only_the_experts_and_vllm_pads_them() -> None:
     assert weights_bytes(gpt120, find_quant("MXFP4"), "vllm") / GiB == pytest.approx(
         65.97, rel=0.03
     )
-    # llama.cpp's MXFP4 GGUF average stays as measured
-    assert weights_bytes(gpt120, find_quant("MXFP4"), "llama.cpp") == pytest.approx(
+    # A GGUF keeps what is not an expert at Q8_0: bartowski's openai_gpt-oss-20b-MXFP4.gguf
+    # ("Full MXFP4 weights") is 12.1 GB, where MXFP4 throughout would be 11.1 GB.
+    gpt20 = find_llm("gpt-oss-20b")
+    assert weights_bytes(gpt20, find_quant("MXFP4"), "llama.cpp") == pytest.approx(12.1e9, rel=0.03)
+    assert weights_bytes(gpt120, find_quant("MXFP4"), "llama.cpp") > (
         gpt120.params_total * find_quant("MXFP4").bytes_per_weight
     )
 
@@ -190,3 +193,19 @@ def test_a_bad_case_row_is_an_input_error() -> None:
         memory_cases({"models": data["models"], "memory": [row | {"outcome": "maybe"}]})
     with pytest.raises(InputError, match="no-such-model"):
         memory_cases({"models": data["models"], "memory": [row | {"model": "no-such-model"}]})
+
+
+@pytest.mark.parametrize(
+    ("model", "file_gb"),
+    [("llama-3.2-1b", 0.81), ("llama-3.2-3b", 2.02), ("llama-3.1-8b", 4.92)],
+)
+def test_a_gguf_weighs_what_its_file_does(model: str, file_gb: float) -> None:
+    # bartowski's Llama-3.2-1B/3B- and Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf listings: a small
+    # model's head (kept at Q6_K) is a larger share of it, so 4.85 bits throughout says too
+    # little (0.75 GB for the 1B); the head at its own width gets each within 2 %.
+    from hwadvisor.catalog.llms import find_llm
+
+    geom = find_llm(model)
+    assert weights_bytes(geom, find_quant("Q4_K_M"), "llama.cpp") / 1e9 == pytest.approx(
+        file_gb, rel=0.02
+    )

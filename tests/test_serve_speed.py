@@ -47,9 +47,16 @@ GPU = DeviceSpeed(bandwidth_bytes_s=1000e9, flops_s=200e12, kind="gpu")
 Q4 = find_quant("Q4_K_M")
 
 
+#: Llama 3 8B's output head (and, untied, its input embedding): 128,256 x 4,096.
+HEAD_8B = 128256 * 4096
+#: What one decode step of it reads at Q4_K_M: the layers at the format's 4.85 bits, the head
+#: at Q6_K (llama.cpp's quantizer keeps it there), not the input embedding's table.
+WEIGHTS_8B_Q4 = (8.03e9 - 2 * HEAD_8B) * 4.85 / 8 + HEAD_8B * 6.5625 / 8
+
+
 def test_memory_bound_decode_is_bandwidth_times_efficiency_over_bytes() -> None:
     s = estimate_speed(LLAMA_8B, Q4, context=4096, engine="llama.cpp", device=GPU, rules=FLAT)
-    per_token = 8.03e9 * 4.85 / 8 + 2 * 32 * 8 * 128 * 2 * 4096
+    per_token = WEIGHTS_8B_Q4 + 2 * 32 * 8 * 128 * 2 * 4096
     assert s.bytes_per_token == pytest.approx(per_token)
     assert s.decode_tok_s == pytest.approx(1000e9 * 0.5 / per_token)
     assert s.decode_low == pytest.approx(0.8 * s.decode_tok_s)
@@ -61,7 +68,7 @@ def test_memory_bound_decode_is_bandwidth_times_efficiency_over_bytes() -> None:
 def test_fixed_time_per_step_is_added() -> None:
     rules = Rules(FLAT.decode, FLAT.prefill, 1, 1, 1, 1, overhead_s={"llama.cpp": 0.002})
     s = estimate_speed(LLAMA_8B, Q4, context=1, engine="ollama", device=GPU, rules=rules)
-    per_token = 8.03e9 * 4.85 / 8 + 2 * 32 * 8 * 128 * 2
+    per_token = WEIGHTS_8B_Q4 + 2 * 32 * 8 * 128 * 2
     assert 1 / s.decode_tok_s == pytest.approx(per_token / 500e9 + 0.002)
 
 
@@ -326,3 +333,41 @@ def test_prefill_never_extrapolates_past_the_fastest_gpu_it_was_measured_on(tflo
         assert "twice the fastest GPU llama.cpp's prefill was measured on" in est.basis
     else:
         assert est.prefill_tok_s < at_ceiling.prefill_tok_s or tflops * 1e12 == ceiling
+
+
+def test_a_decode_step_reads_the_head_at_its_width_and_not_the_input_embedding() -> None:
+    from dataclasses import replace
+
+    from hwadvisor.advise.serve.speed import decode_weight_bytes
+
+    head = HEAD_8B
+    # untied: the input table is not read; tied: the one matrix is the head, read whole
+    assert decode_weight_bytes(LLAMA_8B, Q4, "llama.cpp") == pytest.approx(WEIGHTS_8B_Q4)
+    tied = replace(LLAMA_8B, params_total=8.03e9 - head, params_active=8.03e9 - head,
+                   tied_embeddings=True)  # fmt: skip
+    assert decode_weight_bytes(tied, find_quant("Q8_0"), "llama.cpp") == pytest.approx(
+        (8.03e9 - head) * 8.5 / 8
+    )
+    # a checkpoint quantization in vLLM keeps the head at 16 bits
+    awq = decode_weight_bytes(LLAMA_8B, find_quant("AWQ"), "vllm")
+    assert awq == pytest.approx((8.03e9 - 2 * head) * 4.25 / 8 + head * 2.0)
+    # an MXFP4 MoE GGUF: the experts a token uses at 4.25 bits, the rest at Q8_0's 8.5
+    gguf, served = (decode_weight_bytes(GPT_OSS_20B, find_quant("MXFP4"), e) for e in
+                    ("llama.cpp", "vllm"))  # fmt: skip
+    assert GPT_OSS_20B.params_active * 4.25 / 8 < gguf < served
+
+
+def test_a_decode_step_never_reads_more_than_the_weights_held() -> None:
+    from hwadvisor.advise.serve.memory import weights_bytes
+    from hwadvisor.advise.serve.quant import QUANTS
+    from hwadvisor.advise.serve.speed import decode_weight_bytes
+    from hwadvisor.catalog.llms import all_llms
+
+    for geom, quant in itertools.product(all_llms(), QUANTS):
+        for engine in quant.engines:
+            for users in (1, 8, 256):
+                read = decode_weight_bytes(geom, quant, engine, users)
+                held = weights_bytes(geom, quant, engine)
+                assert 0 < read <= held * (1 + 1e-9), (geom.name, quant.name, engine, users)
+                if not geom.moe:  # a dense model reads the same at any batch
+                    assert read == decode_weight_bytes(geom, quant, engine)

@@ -40,6 +40,9 @@ class LlmGeometry:
     rope_head_dim: int | None = None
     """MLA: the decoupled rotary key width stored beside the compressed KV."""
     max_context: int | None = None
+    tied_embeddings: bool = False
+    """The output head is the input embedding (Llama 3.2 1B/3B, small Qwen, Gemma): one
+    vocab x hidden matrix in the weights, not two."""
     hf_id: str | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
     source: str = ""

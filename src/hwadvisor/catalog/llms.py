@@ -202,7 +202,7 @@ def parse_llms(text: TomlSource, origin: str = LLMS_RESOURCE) -> _Catalog:
         values = row.model_dump()
         shape = LlmShape(**{key: values.pop(key) for key in _SHAPE_KEYS})
         values["aliases"] = tuple(values["aliases"])
-        geometry = LlmGeometry(**values)
+        geometry = LlmGeometry(**values, tied_embeddings=shape.tied_embeddings)
         names = [row.name, row.hf_id, row.hf_id.rsplit("/", 1)[-1], *row.aliases]
         for alias in names:
             owner = exact.setdefault(alias.casefold(), row.name)

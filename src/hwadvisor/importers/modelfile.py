@@ -133,6 +133,7 @@ def geometry_from_config(config: Mapping[str, Any], name: str) -> LlmGeometry:
         kv_lora_rank=kv_lora,
         rope_head_dim=rope,
         max_context=optional("max_position_embeddings"),
+        tied_embeddings=cfg.get("tie_word_embeddings") is True,
     )
     shape = LlmShape(
         tied_embeddings=cfg.get("tie_word_embeddings") is True,
@@ -334,9 +335,11 @@ def _gguf(f: BinaryIO, path: Path) -> tuple[LlmGeometry, str | None]:
         key = r.string()
         meta[key] = _value(r, int(r.unpack("<I", 4)), key)
     total = routed = 0
+    has_output = False
     types: dict[int, int] = {}
     for _ in range(tensors):
         name = r.string()
+        has_output = has_output or name == "output.weight"
         dims = int(r.unpack("<I", 4))
         if not 0 < dims <= _MAX_DIMS:
             raise InputError(f"{path}: GGUF tensor {name!r} has {dims} dimensions: a corrupt file")
@@ -350,7 +353,11 @@ def _gguf(f: BinaryIO, path: Path) -> tuple[LlmGeometry, str | None]:
         types[kind] = types.get(kind, 0) + n
         if "_exps" in name:
             routed += n
-    return _gguf_geometry(meta, path, total, routed), _gguf_quant(meta, types)
+    # No output.weight: the head is the token embedding (tied).
+    geometry = dataclasses.replace(
+        _gguf_geometry(meta, path, total, routed), tied_embeddings=not has_output
+    )
+    return geometry, _gguf_quant(meta, types)
 
 
 def _gguf_geometry(meta: dict[str, Any], path: Path, total: int, routed: int) -> LlmGeometry:

@@ -47,6 +47,7 @@ _GEOM_FIELDS = (
     "sliding_layers",
     "kv_lora_rank",
     "rope_head_dim",
+    "tied_embeddings",
 )
 
 

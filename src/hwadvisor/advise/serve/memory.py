@@ -64,6 +64,13 @@ CHECKPOINT_QUANT_FAMILIES = ("int4", "int8", "fp8", "fp4")
 SIXTEEN_BIT_HEAD_ENGINES = ("vllm", "sglang", "tensorrt-llm", "transformers")
 """Engines that load such checkpoints as stored (MLX quantizes the embedding too; GGUF
 averages already count the higher-precision tensors)."""
+GGUF_HEAD_BITS = {"gguf-k": 6.5625, "gguf-legacy": 6.5625, "gguf-iq": 5.5}
+"""llama.cpp's quantizer stores the output head (or the tied embedding that serves as one) at
+Q6_K under the K and legacy mixtures below it and at Q5_K under the IQ types
+(``llama_tensor_get_type`` in llama-quant.cpp)."""
+GGUF_FP4_REST_BITS = 8.5
+"""An MXFP4 MoE GGUF (gpt-oss) stores only the routed experts in MXFP4 and the rest at Q8_0:
+gpt-oss-20b's file is 12.1 GB, 19.1 B expert parameters at 4.25 bits and 1.8 B at 8.5."""
 MOE_PAD_HIDDEN = 256
 MOE_PAD_INTERMEDIATE = 128
 """vLLM's MXFP4 MoE kernels pad each expert's hidden size to a multiple of 256 and its
@@ -148,33 +155,70 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
+@dataclass(frozen=True)
+class TensorBytes:
+    """Bytes per parameter of each class of a model's tensors, as the engine stores them."""
+
+    expert: float
+    """A routed expert's (a MoE)."""
+    body: float
+    """Attention, dense MLPs, shared experts: every other layer tensor."""
+    head: float
+    """The output head (vocab x hidden), read at every step."""
+
+
+def tensor_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> TensorBytes:
+    """What each class of tensor weighs per parameter under ``quant`` in ``engine``: the
+    format's bits, except where the formats keep some tensors wider (the constants above, and
+    a checkpoint quantization's 16-bit head in the engines that load it as stored)."""
+    b = quant.bytes_per_weight
+    if quant.family == "fp4" and geom.moe:
+        rest = 2.0 if engine in SIXTEEN_BIT_HEAD_ENGINES else GGUF_FP4_REST_BITS / 8
+        return TensorBytes(b, rest, rest)
+    if quant.family in CHECKPOINT_QUANT_FAMILIES and engine in SIXTEEN_BIT_HEAD_ENGINES:
+        return TensorBytes(b, b, 2.0)
+    head_bits = GGUF_HEAD_BITS.get(quant.family)
+    if head_bits is not None and quant.bits_per_weight < head_bits:
+        return TensorBytes(b, b, head_bits / 8)
+    return TensorBytes(b, b, b)
+
+
 def weights_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> float:
     """The resident weights over all devices, as the engine loads them.
 
-    ``params_total x bits / 8`` for GGUF files (their measured bits already count the tensors
-    kept at higher precision), float formats and MLX. A checkpoint quantization (AWQ, GPTQ,
+    ``params_total x bits / 8`` for float formats and MLX; a GGUF's output head at the width
+    llama.cpp's quantizer keeps it (:data:`GGUF_HEAD_BITS`), the rest at the format's
+    average. A checkpoint quantization (AWQ, GPTQ,
     int8, fp8, NVFP4) loaded by vLLM, SGLang, TensorRT-LLM or transformers keeps the token
     embedding and the output head at 16 bits (counted untied, the cautious side): Qwen2.5-7B
     AWQ loads 5.20 GiB in vLLM, not the 3.8 GiB of 4.25 bits throughout. An MXFP4 MoE
-    (gpt-oss) stores only the routed experts in MXFP4 and the rest at 16 bits, and vLLM pads
-    the experts for its kernels: gpt-oss-120b loads 65.97 GiB on an H100 (vLLM issue 23278).
+    (gpt-oss) stores only the routed experts in MXFP4 and the rest at 16 bits (Q8_0 in a
+    GGUF, :data:`GGUF_FP4_REST_BITS`), and vLLM pads the experts for its kernels:
+    gpt-oss-120b loads 65.97 GiB on an H100 (vLLM issue 23278).
     """
     plain = geom.params_total * quant.bytes_per_weight
-    if quant.family not in CHECKPOINT_QUANT_FAMILIES or engine not in SIXTEEN_BIT_HEAD_ENGINES:
-        return plain
-    head = min(2.0 * geom.vocab * geom.hidden, geom.params_total)
     if quant.family == "fp4" and geom.moe and geom.intermediate:
+        t = tensor_bytes(geom, quant, engine)
         experts = min(
             float(geom.layers * geom.experts * 3 * geom.hidden * geom.intermediate),
             geom.params_total,
         )
-        expert_bytes = experts * quant.bytes_per_weight
+        expert_bytes = experts * t.expert
         if _vllm_like(engine):
             padded = _round_up(geom.hidden, MOE_PAD_HIDDEN) * _round_up(
                 geom.intermediate, MOE_PAD_INTERMEDIATE
             )
             expert_bytes *= padded / (geom.hidden * geom.intermediate)
-        return expert_bytes + (geom.params_total - experts) * 2.0
+        return expert_bytes + (geom.params_total - experts) * t.body
+    if quant.family in GGUF_HEAD_BITS:
+        # The head at its own width, the rest at the format's average: Llama 3.2 1B at Q4_K_M
+        # is 0.81 GB this way and on disk, 0.75 GB at 4.85 bits throughout.
+        head = min(float(geom.vocab * geom.hidden), geom.params_total)
+        t = tensor_bytes(geom, quant, engine)
+        return (geom.params_total - head) * t.body + head * t.head
+    if quant.family not in CHECKPOINT_QUANT_FAMILIES or engine not in SIXTEEN_BIT_HEAD_ENGINES:
+        return plain
+    head = min(2.0 * geom.vocab * geom.hidden, geom.params_total)
     return (geom.params_total - head) * quant.bytes_per_weight + head * 2.0
 
 

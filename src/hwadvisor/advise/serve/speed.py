@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from hwadvisor.advise.serve.memory import tensor_bytes, weights_bytes
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.toml import packaged_data
@@ -182,9 +183,30 @@ class ServeSpeed:
     basis: str
 
 
-def decode_bytes_per_token(geom: LlmGeometry, quant: Quant, context: int, kv_cache: str) -> float:
-    """Bytes one decode step of one sequence reads: the active weights and its KV cache."""
-    return geom.params_active * quant.bytes_per_weight + geom.kv_bytes(
+def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int = 1) -> float:
+    """The weight bytes one decode step of ``users`` sequences reads, each class of tensor at
+    the width the engine stores it (``memory.tensor_bytes``): the layers' tensors, the output
+    head, and a MoE's routed experts as the step's tokens touch them; not the input embedding
+    (one row a token: untied, its vocab x hidden table is never read whole). Never more than
+    the weights the engine holds (a GGUF's average bits already count its wider head)."""
+    t = tensor_bytes(geom, quant, engine)
+    head = min(float(geom.vocab * geom.hidden), geom.params_active)
+    embedding = 0.0 if geom.tied_embeddings else head
+    routed = _routed_params(geom)
+    body = max(geom.params_active - routed - head - embedding, 0.0)
+    experts = 0.0
+    if routed:
+        routed_total = geom.params_total - (geom.params_active - routed)
+        experts = max(routed_total * _expert_share(geom, users), routed)
+    read = body * t.body + head * t.head + experts * t.expert
+    return min(read, weights_bytes(geom, quant, engine))
+
+
+def decode_bytes_per_token(
+    geom: LlmGeometry, quant: Quant, context: int, kv_cache: str, engine: str = "llama.cpp"
+) -> float:
+    """Bytes one decode step of one sequence reads: the weights it reads and its KV cache."""
+    return decode_weight_bytes(geom, quant, engine) + geom.kv_bytes(
         context, kv_bytes_per_value(kv_cache)
     )
 
@@ -250,22 +272,14 @@ def estimate_speed(
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
     kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache))
-    w_active = geom.params_active * quant.bytes_per_weight
+    w_active = decode_weight_bytes(geom, quant, engine)
 
     def read_time(nbytes: float) -> float:
         return nbytes * (1.0 - offload) / bandwidth + nbytes * offload / ram_bw
 
-    # weights a batched step reads: the shared part always, the routed experts as touched
-    if geom.moe:
-        dense_part = geom.params_active - _routed_params(geom)
-        routed_total = geom.params_total - dense_part
-
     def step_time(n: int) -> float:
-        if geom.moe:
-            weights = (dense_part + routed_total * _expert_share(geom, n)) * quant.bytes_per_weight
-            weights = max(weights, w_active)
-        else:
-            weights = w_active
+        # weights a batched step reads: the shared part always, the routed experts as touched
+        weights = decode_weight_bytes(geom, quant, engine, n) if geom.moe else w_active
         memory = read_time(weights + n * kv_one)
         compute = 2.0 * geom.params_active * n / flops
         return _with_host(max(memory, compute), host, overlaps) + overhead
