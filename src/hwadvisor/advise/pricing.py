@@ -435,7 +435,7 @@ def option_costs(
         larger = bool(instance.gpu) and not equivalent and instance.gpus > gpus
         out.rent_as = (
             f"{instance.provider} {instance.key}"
-            + (f" ({count}: no cloud rents this GPU, these are as fast)" if equivalent else "")
+            + (f" ({count}, as fast: no cloud rents the {gpu})" if equivalent else "")
             + (f" ({count}: the smallest instance of this GPU on offer)" if larger else "")
             + (f", {nodes} of them" if nodes > 1 else "")
         )

@@ -61,11 +61,14 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     if r is not None:
         buy = (
             f"{_money(r.purchase_cost, a.currency)} to buy"
+            + (" with a computer to hold it" if r.gpus else "")
             if r.purchase_cost is not None
             else "no purchase price in the catalog"
         )
         rent = (
-            f", rent as {r.rent_as} at {_money(r.hourly_cost, a.currency)}/h" if r.rent_as else ""
+            f", or {_money(r.hourly_cost, a.currency)}/h to rent as {r.rent_as}"
+            if r.rent_as
+            else ""
         )
         per_m = r.cost_per_million_tokens_rented
         option = f"{r.hardware} — {buy}{rent}; {_speed(r)}" + (
