@@ -68,7 +68,9 @@ def render() -> str:
         lines.append(f'"{key}" = [{fixed}, {per_layer}]')
     lines.append("")
     lines.append("[prefill_flops_max]")
-    lines.append("# per family: twice the fastest device (FLOP/s) its prefill was measured on")
+    lines.append(
+        "# per family: the most FLOP/s its prefill was measured doing (tok/s x FLOPs/token)"
+    )
     for key, value in rules.prefill_flops_max.items():
         lines.append(f'"{key}" = {value:.4g}')
     lines.append("")

@@ -21,6 +21,7 @@ from hwadvisor.advise.serve.speed import (
     engine_family,
     estimate_speed,
     gpu_kind,
+    prefill_flops_per_token,
     ratio_spread,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
@@ -350,17 +351,21 @@ def _tables(
     return table, moe
 
 
-#: How far past the fastest device a family's prefill was measured on an estimate may reach.
-PREFILL_EXTRAPOLATION = 2.0
+#: How far past the fastest prefill a family was measured at (in FLOP/s done) an estimate may
+#: reach.
+PREFILL_EXTRAPOLATION = 1.0
 
 
 def _prefill_ceilings(rows: list[SpeedRow]) -> dict[str, float]:
-    """Per served-engine family with prefill rows: twice the largest per-device FLOPs among
-    them (leaving the fastest card out, the next one still predicts it within 1.5x)."""
+    """Per served-engine family with prefill rows: the most FLOP/s any of them did (its
+    measured tokens/s x FLOPs per token). An RTX 4090 and an A100 both prefill at 100-150
+    TFLOPS in llama.cpp although their peaks are 165 and 312: the kernels, not the chip,
+    set the pace at the top, so an estimate goes no further than what was seen."""
     out: dict[str, float] = {}
     for row in rows:
         if row.prefill_tok_s and row.family not in HOST_FAMILIES:
-            out[row.family] = max(out.get(row.family, 0.0), row.device.flops_s)
+            done = float(row.prefill_tok_s) * prefill_flops_per_token(row.geom, row.prompt_tokens)
+            out[row.family] = max(out.get(row.family, 0.0), done)
     return {k: v * PREFILL_EXTRAPOLATION for k, v in sorted(out.items())}
 
 

@@ -265,9 +265,13 @@ def estimate_speed(
     scale = _scale(device) if family == "vllm" else 1.0
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
     flops = device.flops_s * scale * eff_p
+    # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
+    # estimated to do (a data-center GPU's tensor peak is not what llama.cpp's kernels reach).
     ceiling = rules.prefill_flops_max.get(family)
-    capped = ceiling is not None and device.flops_s > ceiling
-    prefill_flops = (min(device.flops_s, ceiling) if ceiling else device.flops_s) * scale * eff_p
+    capped = ceiling is not None and device.flops_s * eff_p > ceiling
+    prefill_flops = (
+        min(device.flops_s * eff_p, ceiling) if ceiling else device.flops_s * eff_p
+    ) * scale
     offload = min(max(offload_fraction, 0.0), 1.0)
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
@@ -315,8 +319,8 @@ def estimate_speed(
         )
         + (f"; {offload:.0%} of the weights in RAM" if offload else "")
         + (
-            f"; prefill at {ceiling / 1e12:.0f} TFLOPS, twice the fastest GPU {family}'s "
-            "prefill was measured on"
+            f"; prefill at {ceiling / 1e12:.0f} TFLOPS, the most {family}'s prefill was "
+            "measured doing on any GPU"
             if capped and ceiling
             else ""
         )
