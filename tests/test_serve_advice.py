@@ -321,3 +321,57 @@ def test_an_assumed_gpu_is_put_beside_the_newest_saved_profile(
     inference = json.loads(out)["inference"]
     assert inference["this_machine"]["origin"] == "this machine"
     assert inference["this_machine_note"] is None and "box.json" in err
+
+
+@pytest.mark.parametrize(
+    ("typed", "model", "quant", "engine"),
+    [
+        ("qwen2.5:7b-instruct-q4_K_M", "qwen2.5-7b", "Q4_K_M", "llama.cpp"),
+        ("llama3.1:8b-instruct-fp16", "llama-3.1-8b", "F16", "llama.cpp"),
+        ("llama3.1:8b-instruct-q8_0", "llama-3.1-8b", "Q8_0", "llama.cpp"),
+        ("mistral:7b-instruct-v0.3-q5_K_M", "mistral-7b-v0.3", "Q5_K_M", "llama.cpp"),
+        ("hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M", "llama-3.1-8b", "Q4_K_M",
+         "llama.cpp"),
+        ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", "llama-3.1-8b", "Q4_K_M", "llama.cpp"),
+        ("Qwen/Qwen2.5-7B-Instruct-AWQ", "qwen2.5-7b", "AWQ", "vllm"),
+        ("llama3:latest", "llama-3-8b", "Q4_K_M", "llama.cpp"),
+        ("gpt-oss:latest", "gpt-oss-20b", "MXFP4", "llama.cpp"),
+        ("gpt-oss:120b", "gpt-oss-120b", "MXFP4", "llama.cpp"),
+        ("qwen3:30b-a3b-q4_K_M", "qwen3-30b-a3b", "Q4_K_M", "llama.cpp"),
+    ],
+)  # fmt: skip
+def test_names_as_people_type_them_give_the_model_its_format_and_an_engine_that_runs_it(
+    typed: str, model: str, quant: str, engine: str
+) -> None:
+    from hwadvisor.advise.serving import build_request, check_request
+
+    request = build_request(typed)
+    geom, q = check_request(request)
+    assert (geom.name, q.name, request.engine) == (model, quant, engine)
+
+
+def test_a_model_released_quantized_is_served_in_its_own_format_where_the_engine_runs_it() -> None:
+    from hwadvisor.advise.serving import build_request, check_request
+
+    assert check_request(build_request("deepseek-r1", engine="vllm"))[1].name == "fp8"
+    # llama.cpp does not run fp8 checkpoints: its own default
+    assert check_request(build_request("deepseek-r1"))[1].name == "Q4_K_M"
+    # a quantization given wins over the name and the model's own format
+    assert check_request(build_request("gpt-oss-20b", quant="Q8_0"))[1].name == "Q8_0"
+    assert check_request(build_request("qwen2.5:7b-q8_0", quant="Q4_0"))[1].name == "Q4_0"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--serve", "llama-3.1-8b", "--quant", "AWQ", "--engine", "llama.cpp"], "--quant"),
+        (["--serve", "llama-3.1-8b", "--quant", "Q4_K_M", "--engine", "vllm"], "--quant"),
+        (["--serve", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--engine", "ollama"], "the model's name"),
+    ],
+)
+def test_a_format_the_engine_does_not_run_is_one_line_naming_both(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", "-p", str(PROFILE), *args]) == 2
+    err = capsys.readouterr().err
+    assert f"({said}) is not a format" in err and len(err.strip().splitlines()) == 1

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
-from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value
+from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
@@ -89,11 +89,18 @@ def build_request(model: str, **given: Any) -> ServeRequest:
     options given (``None`` values are left to the preset or the defaults)."""
     fields: dict[str, Any] = dict(PRESETS.get(model.lower(), {"model": model}))
     fields.update({k: v for k, v in given.items() if v is not None})
+    if "engine" not in fields and not fields.get("quant"):
+        # A name that says its format (``Qwen2.5-7B-Instruct-AWQ``) is served by an engine
+        # that runs that format when none is named.
+        _, named = split_named_quant(str(fields["model"]), "llama.cpp")
+        if named is not None and "llama.cpp" not in find_quant(named).engines:
+            fields["engine"] = find_quant(named).engines[0]
     return ServeRequest(**fields)
 
 
-def model_geometry(model: str) -> tuple[LlmGeometry, str | None]:
-    """The model's shape (and the quantization a file names) from a name or a local file."""
+def model_geometry(model: str, engine: str = "llama.cpp") -> tuple[LlmGeometry, str | None]:
+    """The model's shape and the quantization a file or a name names (an Ollama tag's
+    ``-q4_K_M``, a repository's ``-AWQ``), from a name or a local file."""
     path = Path(model)
     if path.suffix.lower() in (".gguf", ".json", ".safetensors") or path.is_file():
         from hwadvisor.importers.modelfile import geometry_from_file
@@ -101,7 +108,13 @@ def model_geometry(model: str) -> tuple[LlmGeometry, str | None]:
         return geometry_from_file(path)
     from hwadvisor.catalog.llms import find_llm
 
-    return find_llm(model), None
+    name, named = split_named_quant(model, engine)
+    try:
+        return find_llm(name), named
+    except UsageError:
+        if name == model.strip():
+            raise
+        return find_llm(model), None  # a catalog name that only looks like it names a quant
 
 
 def default_quant(engine: str) -> str:
@@ -454,8 +467,22 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
     if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
         raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
     kv_bytes_per_value(request.kv_cache)  # an unknown KV-cache type is refused here
-    geom, file_quant = model_geometry(request.model)
-    return geom, find_quant(request.quant or file_quant or default_quant(request.engine))
+    geom, file_quant = model_geometry(request.model, request.engine)
+    native = geom.native_quant
+    if native is not None and request.engine not in find_quant(native).engines:
+        native = None  # DeepSeek's fp8 in llama.cpp: the engine's own default
+    quant = find_quant(request.quant or file_quant or native or default_quant(request.engine))
+    if request.engine not in quant.engines and not (
+        request.engine == "ollama" and "llama.cpp" in quant.engines
+    ):
+        path = Path(request.model)
+        a_file = path.suffix.lower() in (".gguf", ".json", ".safetensors") or path.is_file()
+        said = "--quant" if request.quant else "the file" if a_file else "the model's name"
+        raise UsageError(
+            f"{quant.name} ({said}) is not a format {request.engine} runs ("
+            f"{', '.join(quant.engines)} do): give --engine, or another --quant"
+        )
+    return geom, quant
 
 
 def serve_advice(

@@ -40,6 +40,9 @@ class LlmGeometry:
     rope_head_dim: int | None = None
     """MLA: the decoupled rotary key width stored beside the compressed KV."""
     max_context: int | None = None
+    native_quant: str | None = None
+    """The format the weights are released in where it is not 16-bit (gpt-oss: MXFP4,
+    DeepSeek V3/R1: fp8): what an engine that runs it serves when no quantization is named."""
     tied_embeddings: bool = False
     """The output head is the input embedding (Llama 3.2 1B/3B, small Qwen, Gemma): one
     vocab x hidden matrix in the weights, not two."""

@@ -25,6 +25,7 @@ from hwadvisor.catalog.schema import (
     DataModel,
     Flag,
     OptPositiveWhole,
+    OptText,
     Positive,
     PositiveWhole,
     Text,
@@ -125,6 +126,7 @@ class _Llm(DataModel):
     vocab: PositiveWhole
     intermediate: PositiveWhole
     max_context: PositiveWhole
+    native_quant: OptText = None
     aliases: list[Text] = Field(default_factory=list)
     experts: Whole = 0
     experts_active: Whole = 0

@@ -13,6 +13,7 @@ bytes per 32 weights (4.5 bits), Q8_0 34 bytes per 32 (8.5), Q6_K 210 per 256 (6
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hwadvisor.errors import UsageError
@@ -75,6 +76,38 @@ def find_quant(name: str) -> Quant:
         valid = ", ".join(q.name for q in QUANTS)
         raise UsageError(f"unknown quantization {name!r}: use one of {valid}")
     return quant
+
+
+#: A quantization named at the end of a model name, as Ollama tags (``qwen2.5:7b-instruct-q4_K_M``,
+#: ``llama3.1:8b-instruct-fp16``) and Hugging Face repositories (``Qwen2.5-7B-Instruct-AWQ``,
+#: ``Meta-Llama-3.1-8B-Instruct-FP8``, ``bartowski/...-GGUF:Q4_K_M``) spell it.
+_NAMED_QUANT = re.compile(
+    r"[-_:.](?P<quant>i?q\d[a-z0-9_]*|f16|bf16|fp16|fp8|int8|int4|w4a16|w8a8|awq|gptq|mxfp4|nvfp4)$",
+    re.IGNORECASE,
+)
+_CHECKPOINT_ALIASES = {"w4a16": "int4", "w8a8": "int8"}
+_GGUF_FLOATS = {"f16": "F16", "fp16": "F16", "bf16": "BF16"}
+
+
+def split_named_quant(name: str, engine: str) -> tuple[str, str | None]:
+    """``name`` without the quantization its end names (and Ollama's ``:latest``, a ``-GGUF``
+    repository suffix and an ``hf.co/`` prefix), and that quantization's name for ``engine``
+    (``None`` where the name gives none it knows)."""
+    model = name.strip()
+    model = re.sub(r"^(https?://)?(hf\.co|huggingface\.co)/", "", model, flags=re.IGNORECASE)
+    model = re.sub(r":latest$", "", model, flags=re.IGNORECASE)
+    found: str | None = None
+    match = _NAMED_QUANT.search(model)
+    if match:
+        token = match["quant"].lower()
+        token = _CHECKPOINT_ALIASES.get(token, token)
+        if engine in LLAMA_CPP_FAMILY and token in _GGUF_FLOATS:
+            token = _GGUF_FLOATS[token]
+        if token.lower() in _BY_NAME:
+            found = _BY_NAME[token.lower()].name
+            model = model[: match.start()]
+    model = re.sub(r"[-_.]gguf$", "", model, flags=re.IGNORECASE)
+    return model or name.strip(), found
 
 
 KV_CACHE_BYTES: dict[str, float] = {
