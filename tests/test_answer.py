@@ -392,3 +392,14 @@ def test_the_summary_without_advice_shows_the_presets() -> None:
     text = out.getvalue()
     assert "Each preset within 24 h" in text
     assert "tabular" in text and "enough" in text
+
+
+def test_money_never_fails_on_what_a_file_can_hold() -> None:
+    # hypothesis found these in hand-edited profiles: an estimate's purchase_cost of inf or 1.8e308
+    from hwadvisor.units import NONE, money
+
+    assert money(float("inf")) == NONE and money(float("nan")) == NONE
+    assert money(1.795e308) == "$1.79e+308"
+    assert money(1e15) == "$1.00e+15" and money(312_000) == "$312,000"
+    for exponent in range(-3, 309):
+        assert money(10.0**exponent)  # some text, no exception

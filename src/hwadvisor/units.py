@@ -10,6 +10,7 @@ PDF reports and the diff share, so that they all say the same thing the same way
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -109,8 +110,8 @@ _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 def money(value: float | None, currency: str | None = "USD") -> str:
     """An amount rounded to what it is worth, never "0": "$0.27", "$4.80", "$312", "$1,999",
     "$38,000", "$312,000"; under a cent, "under $0.01"; another currency as "1,999 CHF"."""
-    if value is None:
-        return NONE
+    if value is None or not math.isfinite(value):
+        return NONE  # a hand-edited profile's inf or nan says nothing of a price
     cur = currency or "USD"
     sign = _SYMBOLS.get(cur)
 
@@ -123,6 +124,8 @@ def money(value: float | None, currency: str | None = "USD") -> str:
         return shown(f"{value:.2f}")
     if value < 10_000:
         return shown(f"{value:,.0f}")
+    if value >= 1e15:
+        return shown(f"{value:.2e}")  # no price, but a file can say anything: never a crash
     magnitude = 10 ** (len(str(int(value))) - 3)
     return shown(f"{round(value / magnitude) * magnitude:,.0f}")
 
