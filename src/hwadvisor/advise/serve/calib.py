@@ -18,6 +18,7 @@ from hwadvisor.advise.serve.speed import (
     Rules,
     ServeSpeed,
     base_kind,
+    device_scale,
     engine_family,
     estimate_speed,
     gpu_kind,
@@ -360,13 +361,25 @@ def _prefill_ceilings(rows: list[SpeedRow]) -> dict[str, float]:
     """Per served-engine family with prefill rows: the most FLOP/s any of them did (its
     measured tokens/s x FLOPs per token). An RTX 4090 and an A100 both prefill at 100-150
     TFLOPS in llama.cpp although their peaks are 165 and 312: the kernels, not the chip,
-    set the pace at the top, so an estimate goes no further than what was seen."""
+    set the pace at the top, so an estimate goes no further than what was seen. Per device (a
+    tensor-parallel run's FLOP/s over its devices' share), and only for a family measured on
+    MIN_MACHINES_FOR_CEILING machines or more: two runs do not say where a family tops out."""
     out: dict[str, float] = {}
+    machines: dict[str, set[str]] = defaultdict(set)
     for row in rows:
         if row.prefill_tok_s and row.family not in HOST_FAMILIES:
             done = float(row.prefill_tok_s) * prefill_flops_per_token(row.geom, row.prompt_tokens)
+            done /= device_scale(row.device, row.family)
             out[row.family] = max(out.get(row.family, 0.0), done)
-    return {k: v * PREFILL_EXTRAPOLATION for k, v in sorted(out.items())}
+            machines[row.family].add(row.group)
+    return {
+        k: v * PREFILL_EXTRAPOLATION
+        for k, v in sorted(out.items())
+        if len(machines[k]) >= MIN_MACHINES_FOR_CEILING
+    }
+
+
+MIN_MACHINES_FOR_CEILING = 5
 
 
 def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> Rules:

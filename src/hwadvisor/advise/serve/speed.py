@@ -262,7 +262,7 @@ def estimate_speed(
     overlaps = base_kind(device.kind) == "gpu"
     # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
-    scale = _scale(device) if family == "vllm" else 1.0
+    scale = device_scale(device, family)
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
     flops = device.flops_s * scale * eff_p
     # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
@@ -338,6 +338,12 @@ def estimate_speed(
         bytes_per_token=per_token,
         basis=basis,
     )
+
+
+def device_scale(device: DeviceSpeed, family: str) -> float:
+    """How many devices' worth of bandwidth and FLOPs an engine family gets from ``device``:
+    tensor parallelism (vLLM) reads them at once, a layer split (llama.cpp) one after another."""
+    return _scale(device) if family == "vllm" else 1.0
 
 
 def _with_host(device_s: float, host_s: float | None, overlaps: bool) -> float:
