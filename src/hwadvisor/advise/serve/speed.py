@@ -44,6 +44,10 @@ MAX_USERS = 4096
 #: and the other engines decode on them at a lower share of their bandwidth (GTX 1050 Ti 0.5x,
 #: GTX 1080 Ti 0.75x of the rule fitted on newer cards): their own level of the fit.
 LEGACY_GPU = "gpu-legacy"
+INTEL_GPU = "gpu-intel"
+"""Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them, when
+there are some, are not averaged with NVIDIA's and AMD's; until then they fall back to ``gpu``
+and the basis says so."""
 
 
 def base_kind(kind: str) -> str:
@@ -52,7 +56,10 @@ def base_kind(kind: str) -> str:
 
 
 def gpu_kind(vendor: str | None, target: str | None) -> str:
-    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, else ``gpu``."""
+    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-intel`` for an
+    Intel GPU, else ``gpu``."""
+    if (vendor or "").lower() == "intel":
+        return INTEL_GPU
     if (vendor or "").lower() == "nvidia" and target:
         try:
             if float(target) < 7.0:
@@ -324,6 +331,7 @@ def estimate_speed(
             if capped and ceiling
             else ""
         )
+        + _unmeasured_kind(rules, family, device.kind)
     )
     return ServeSpeed(
         decode_tok_s=decode,
@@ -337,6 +345,20 @@ def estimate_speed(
         users_at_target=users_at_target,
         bytes_per_token=per_token,
         basis=basis,
+    )
+
+
+def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
+    """The basis's word on a refined device kind no run of ``family`` was measured on."""
+    if kind == base_kind(kind) or any(
+        key.startswith(f"{family}/") and key.endswith(f"/{kind}")
+        for key in (*rules.decode, *rules.prefill)
+    ):
+        return ""
+    what = {INTEL_GPU: "Intel GPUs", LEGACY_GPU: "NVIDIA GPUs before Volta"}.get(kind, kind)
+    return (
+        f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
+        "(an estimate to check)"
     )
 
 
