@@ -375,3 +375,36 @@ def test_a_format_the_engine_does_not_run_is_one_line_naming_both(
     assert main(["advise", "-p", str(PROFILE), *args]) == 2
     err = capsys.readouterr().err
     assert f"({said}) is not a format" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_assumed_apple_chip_is_sized_as_unified_memory_of_the_size_its_name_gives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["advise", "-p", str(PROFILE), "--serve", "llama-3.1-70b", "--quant", "Q4_K_M"]
+    assert main([*args, "--assume-gpu", "Apple M2 Ultra 192GB", "--json", "-"]) == 0
+    inference = json.loads(capsys.readouterr().out)["inference"]
+    (mac,) = [e for e in inference["estimates"] if e["origin"] == "assumed"]
+    assert mac["hardware"] == "Apple M2 Ultra (192 GiB unified memory)" and mac["fits_memory"]
+    # Metal wires at most 3/4 of 192 GiB; the speed uses the unified-memory rule
+    assert mac["memory"]["usable_bytes"] == pytest.approx(0.75 * 192 * 2**30, rel=0.01)
+    assert "efficiency llama.cpp/gguf-k" in mac["basis"] and 5 < mac["decode_tok_s"] < 30
+    # too small a Mac: does not fit, and says so
+    assert main([*args, "--assume-gpu", "Apple M4 Pro 24GB", "--json", "-"]) == 0
+    inference = json.loads(capsys.readouterr().out)["inference"]
+    (small,) = [e for e in inference["estimates"] if e["origin"] == "assumed"]
+    assert not small["fits_memory"]
+
+
+@pytest.mark.parametrize(
+    ("assumed", "said"),
+    [
+        (["--assume-gpu", "Apple M2 Ultra"], "unified memory varies per machine"),
+        (["--assume-gpu", "Apple M2 Ultra 192GB", "--gpus", "2"], "not Macs"),
+    ],
+)
+def test_an_assumed_gpu_that_cannot_be_sized_is_said_never_dropped(
+    assumed: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", "-p", str(PROFILE), "--serve", "llama3-8b-chat", *assumed]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1

@@ -11,6 +11,7 @@ gives every user the target speed; the recommendation is that class's cheapest o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind
 from hwadvisor.catalog.llm_geometry import LlmGeometry
-from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
+from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog, memory_in_name
 from hwadvisor.errors import UsageError
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
@@ -324,6 +325,49 @@ def machine_options(profile: Profile) -> list[_Candidate]:
     return out
 
 
+def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Candidate:
+    """The GPU the user assumes; an Apple chip as unified memory of the size its name states
+    ("Apple M2 Ultra 192GB"). What cannot be sized is said, never dropped."""
+    if (row.vendor or "").lower() == "apple":
+        memory = memory_in_name(name)
+        if memory is None:
+            raise UsageError(
+                f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
+                f"give it in the name, for example {row.name + ' 64GB'!r}"
+            )
+        if count > 1:
+            raise UsageError(f"--assume-gpu {name!r}: --gpus counts discrete GPUs, not Macs")
+        flops = _flops_peak(row, family)
+        if not (row.bandwidth_gbs and flops):
+            raise UsageError(f"--assume-gpu {name!r}: the catalog has no bandwidth or FLOPs for it")
+        return _Candidate(
+            hardware=f"{row.name} ({memory / 2**30:.0f} GiB unified memory)",
+            origin="assumed",
+            scenario_class=2,
+            gpus=1,
+            memory=DeviceMemory(
+                kind="unified", total_bytes=memory, name=row.name, platform="macos"
+            ),
+            speed=DeviceSpeed(
+                bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
+                flops_s=flops,
+                kind="unified",
+                measured=False,
+            ),
+            price_gpu=row.name,
+        )
+    stated = memory_in_name(name)
+    if not row.memory_gb and stated:
+        row = dataclasses.replace(row, memory_gb=stated / 1e9)
+    c = _catalog_candidate(row, count, "assumed", family)
+    if c is None:
+        raise UsageError(
+            f"--assume-gpu {name!r}: the catalog lacks its memory, bandwidth or FLOPs "
+            "(a memory size in the name, such as '24GB', supplies the first)"
+        )
+    return c
+
+
 def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:
     flops = _flops_peak(row, family)
     if not (row.memory_gb and row.bandwidth_gbs and flops):
@@ -502,9 +546,7 @@ def serve_advice(
         row = find_gpu_peak(name, None, fallback=False)
         if row is None:
             raise UsageError(f"--assume-gpu {name!r}: not a GPU the catalog knows (hwadvisor gpus)")
-        c = _catalog_candidate(row, request.gpus, "assumed", family)
-        if c is not None:
-            candidates.append(c)
+        candidates.append(_assumed_candidate(name, row, request.gpus, family))
     estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
     catalog = {row.name: row for row in load_catalog()}
     priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}

@@ -242,6 +242,11 @@ def _stated_memory_bytes(device: str) -> int | None:
     return None if found is None else round(float(found.group(1)) * 2**30)
 
 
+def memory_in_name(name: str) -> int | None:
+    """The memory a device name states, in bytes ("Apple M2 Ultra 192GB" -> 192 GiB)."""
+    return _stated_memory_bytes(_normalise(name))
+
+
 def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None) -> GpuPeak | None:
     device = _normalise(name)
     device_mobile = _is_mobile(device)
