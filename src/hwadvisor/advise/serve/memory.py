@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Literal
 
 from hwadvisor.advise.serve.quant import (
@@ -167,6 +168,7 @@ class TensorBytes:
     """The output head (vocab x hidden), read at every step."""
 
 
+@lru_cache(maxsize=4096)
 def tensor_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> TensorBytes:
     """What each class of tensor weighs per parameter under ``quant`` in ``engine``: the
     format's bits, except where the formats keep some tensors wider (the constants above, and
@@ -183,6 +185,7 @@ def tensor_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> TensorBytes:
     return TensorBytes(b, b, b)
 
 
+@lru_cache(maxsize=4096)
 def weights_bytes(geom: LlmGeometry, quant: Quant, engine: str) -> float:
     """The resident weights over all devices, as the engine loads them.
 

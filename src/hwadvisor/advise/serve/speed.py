@@ -22,6 +22,7 @@ The efficiencies are general rules (per engine family x quant family x phase) fi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -196,17 +197,29 @@ def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int
     head, and a MoE's routed experts as the step's tokens touch them; not the input embedding
     (one row a token: untied, its vocab x hidden table is never read whole). Never more than
     the weights the engine holds (a GGUF's average bits already count its wider head)."""
+    return _step_weights(geom, quant, engine)(users)
+
+
+def _step_weights(geom: LlmGeometry, quant: Quant, engine: str) -> Callable[[int], float]:
+    """:func:`decode_weight_bytes` as a function of the step's sequences, its parts worked out
+    once (an answer asks it for hundreds of batch sizes)."""
     t = tensor_bytes(geom, quant, engine)
     head = min(float(geom.vocab * geom.hidden), geom.params_active)
     embedding = 0.0 if geom.tied_embeddings else head
     routed = _routed_params(geom)
     body = max(geom.params_active - routed - head - embedding, 0.0)
-    experts = 0.0
-    if routed:
-        routed_total = geom.params_total - (geom.params_active - routed)
+    fixed = body * t.body + head * t.head
+    held = weights_bytes(geom, quant, engine)
+    if not routed:
+        dense = min(fixed, held)
+        return lambda users: dense
+    routed_total = geom.params_total - (geom.params_active - routed)
+
+    def weights(users: int) -> float:
         experts = max(routed_total * _expert_share(geom, users), routed)
-    read = body * t.body + head * t.head + experts * t.expert
-    return min(read, weights_bytes(geom, quant, engine))
+        return min(fixed + experts * t.expert, held)
+
+    return weights
 
 
 def decode_bytes_per_token(
@@ -283,14 +296,15 @@ def estimate_speed(
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
     kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache))
-    w_active = decode_weight_bytes(geom, quant, engine)
+    step_weights = _step_weights(geom, quant, engine)
+    w_active = step_weights(1)
 
     def read_time(nbytes: float) -> float:
         return nbytes * (1.0 - offload) / bandwidth + nbytes * offload / ram_bw
 
     def step_time(n: int) -> float:
         # weights a batched step reads: the shared part always, the routed experts as touched
-        weights = decode_weight_bytes(geom, quant, engine, n) if geom.moe else w_active
+        weights = step_weights(n) if geom.moe else w_active
         memory = read_time(weights + n * kv_one)
         compute = 2.0 * geom.params_active * n / flops
         return _with_host(max(memory, compute), host, overlaps) + overhead
