@@ -408,3 +408,34 @@ def test_an_assumed_gpu_that_cannot_be_sized_is_said_never_dropped(
     assert main(["advise", "-p", str(PROFILE), "--serve", "llama3-8b-chat", *assumed]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_answer_names_the_cheapest_rental_of_its_class_beside_the_cheapest_purchase(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from hwadvisor.advise.serving import build_request
+
+    answer = serve_advice(load_profile(PROFILE), build_request("llama3-8b-chat"))
+    rec, rent = answer.recommendation, answer.cheapest_to_rent
+    assert rec is not None and rent is not None and rent.hourly_cost is not None
+    same_class = [
+        e
+        for e in answer.estimates
+        if e.meets_target
+        and e.scenario_class == answer.scenario_class
+        and e.origin != "this machine"
+        and e.hourly_cost is not None
+        and not e.rented_stand_in
+    ]
+    assert rent.hourly_cost == min(e.hourly_cost for e in same_class if e.hourly_cost)
+    assert not rent.rented_stand_in and rent.scenario_class == answer.scenario_class
+    # the terminal and the report say it in the same words
+    from hwadvisor.present.serve import serve_context, verdict_lines
+
+    lines = verdict_lines(answer)
+    said = [line for line in lines if line.startswith("Cheapest to rent:")]
+    if rent is rec:
+        assert said == []
+    else:
+        assert len(said) == 1 and rent.hardware in said[0]
+        assert said[0] in serve_context(answer)["verdict"]

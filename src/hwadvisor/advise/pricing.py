@@ -308,6 +308,8 @@ class Costs:
     break_even_hours: float | None = None
     break_even_runs: float | None = None
     rent_as: str | None = None
+    rented_stand_in: bool = False
+    """The rental is another GPU, as fast, because no cloud rents this one."""
     date: str | None = None
     source: str | None = None
     note: str | None = None
@@ -433,6 +435,7 @@ def option_costs(
         out.hourly = instance.price * nodes
         count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"
         larger = bool(instance.gpu) and not equivalent and instance.gpus > gpus
+        out.rented_stand_in = bool(equivalent)
         out.rent_as = (
             f"{instance.provider} {instance.key}"
             + (f" ({count}, as fast: no cloud rents the {gpu})" if equivalent else "")

@@ -482,6 +482,7 @@ def _estimate(
         purchase_cost=costs.purchase,
         hourly_cost=costs.hourly,
         rent_as=costs.rent_as,
+        rented_stand_in=costs.rented_stand_in,
         cost_per_million_tokens_rented=rented,
         cost_per_million_tokens_owned=owned,
         price_date=costs.date,
@@ -579,7 +580,7 @@ def serve_advice(
     scenario = min((e.scenario_class for e in meeting), default=None)
     if here is not None and here.meets_target:
         scenario = min(scenario or here.scenario_class, here.scenario_class)
-    recommendation = None
+    recommendation = cheapest_to_rent = None
     if scenario is not None:
         same = [e for e in meeting if e.scenario_class == scenario]
         # One count per GPU model: the fewest cards of it that serve the model.
@@ -587,6 +588,12 @@ def serve_advice(
         for e in sorted(same, key=lambda e: e.gpus):
             fewest.setdefault(e.hardware.split("× ")[-1], e)
         recommendation = min(fewest.values(), key=_cost_key, default=None)
+        # what one rents is the instance: a GPU no cloud offers is not "rented" through a
+        # faster stand-in (that GPU's own option is there)
+        rented = [e for e in fewest.values() if e.hourly_cost is not None and not e.rented_stand_in]
+        cheapest_to_rent = min(
+            rented, key=lambda e: (e.hourly_cost, e.purchase_cost or math.inf), default=None
+        )
     note = None
     if here is None:
         note = (
@@ -623,6 +630,7 @@ def serve_advice(
         this_machine=here,
         this_machine_note=note,
         recommendation=recommendation,
+        cheapest_to_rent=cheapest_to_rent,
         estimates=estimates,
         currency=prices.currency,
         kwh_price=prices.kwh_price,

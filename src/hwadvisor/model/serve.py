@@ -50,6 +50,8 @@ class InferenceEstimate(StrictModel):
     purchase_cost: float | None = None
     hourly_cost: float | None = None
     rent_as: str | None = None
+    rented_stand_in: bool = False
+    """``rent_as`` is another GPU, as fast: no cloud rents this one."""
     cost_per_million_tokens_rented: float | None = None
     cost_per_million_tokens_owned: float | None = None
     """Electricity only, at the price per kWh used."""
@@ -77,6 +79,9 @@ class InferenceAdvice(StrictModel):
     this_machine_note: str | None = None
     """Why ``this_machine`` is null: no profile was read, or it has no trusted bandwidth."""
     recommendation: InferenceEstimate | None = None
+    """The cheapest option of the scenario's class to buy (the rental where none has a price)."""
+    cheapest_to_rent: InferenceEstimate | None = None
+    """The option of the scenario's class that serves it at the lowest hourly price."""
     estimates: list[InferenceEstimate] = Field(default_factory=list)
     currency: str | None = None
     kwh_price: float | None = None

@@ -87,14 +87,28 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         machine = f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}" + (
             f", {_speed(h)}" if h.fits_memory else ""
         )
+    rent_line = None
+    c = a.cheapest_to_rent
+    if c is not None and c is not r and c.hourly_cost is not None:
+        per_m = c.cost_per_million_tokens_rented
+        rent_line = (
+            f"Cheapest to rent: {c.hardware} at {_money(c.hourly_cost, a.currency)}/h"
+            + (f" as {c.rent_as}" if c.rent_as else "")
+            + f"; {_speed(c)}"
+            + (f"; {_money(per_m, a.currency)} per million tokens" if per_m else "")
+        )
     if here_serves:
         # Nothing to buy: this machine first, the cheapest option as the alternative.
         lines.append(machine)
         if option is not None:
             lines.append(f"Cheapest other option that serves it: {option}")
+        if rent_line:
+            lines.append(rent_line)
     else:
         if option is not None:
             lines.append(f"Recommended: {option}")
+        if rent_line:
+            lines.append(rent_line)
         lines.append(machine)
         if h is not None:
             lines += [f"  - {s}" for s in h.suggestions[:3]]
@@ -122,8 +136,9 @@ def shown_options(a: InferenceAdvice) -> list[InferenceEstimate]:
         if e.origin == "catalog" and e.meets_target:
             fewest.setdefault(e.hardware.split("× ")[-1], e)
     options = sorted(fewest.values(), key=lambda e: (e.scenario_class, *_price(e)))[:_ROWS]
-    if a.recommendation is not None and a.recommendation not in options:
-        options.insert(0, a.recommendation)
+    for chosen in (a.cheapest_to_rent, a.recommendation):
+        if chosen is not None and chosen not in options:
+            options.insert(0, chosen)
     return [*own, *options]
 
 
@@ -178,6 +193,16 @@ def _memory(e: InferenceEstimate) -> dict[str, Any]:
     }
 
 
+def _rental_source(a: InferenceAdvice, said: str) -> str:
+    """The cheapest rental's price source, where the recommendation's does not cover it."""
+    c = a.cheapest_to_rent
+    if c is None or c is a.recommendation or not c.price_source or c.price_source in said:
+        return ""
+    return f"; the cheapest rental: {c.price_source}" + (
+        f", {c.price_date}" if c.price_date else ""
+    )
+
+
 def serve_context(a: InferenceAdvice) -> dict[str, Any]:
     """What the template's serving section shows, all of it text."""
     lines = verdict_lines(a)
@@ -211,6 +236,7 @@ def serve_context(a: InferenceAdvice) -> dict[str, Any]:
         "prices": (
             f"Prices ({a.currency or 'USD'}): {price.price_source}"
             + (f", {price.price_date}" if price.price_date else "")
+            + _rental_source(a, price.price_source)
             if price is not None and price.price_source
             else None
         ),
