@@ -1,7 +1,8 @@
 """Speed of serving a model, from a device's memory bandwidth and FLOPs.
 
-- decode (batch 1) is memory-bound: each token reads the active weights once
-  (``params_active x bits/8``) and the KV cache at the context depth;
+- decode (batch 1) is memory-bound: each token reads the weights it uses once, each class of
+  tensor at the width it is stored (:func:`decode_weight_bytes`: not the input embedding's
+  table, the head at its own width), and the KV cache at the context depth;
   ``decode = bandwidth x efficiency / bytes_per_token``;
 - prefill is compute-bound: ``2 x params_active`` FLOPs per token plus attention
   (``4 x layers x heads x head_dim x position``, at the prompt's mean position);
