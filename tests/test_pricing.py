@@ -147,3 +147,13 @@ def test_a_gpu_rented_only_in_larger_instances_says_so(tmp_path: Path) -> None:
     assert c.hourly == pytest.approx(16.0)
     assert c.rent_as is not None and "smallest instance of this GPU on offer" in c.rent_as
     assert "8× L4" in c.rent_as
+
+
+def test_a_stand_in_rental_reads_as_one_parenthesis_after_a_named_offer() -> None:
+    from hwadvisor.advise.pricing import builtin_prices, option_costs
+
+    prices = builtin_prices()
+    c = option_costs(prices, gpu="Intel Arc B580", gpus=1, seconds=None)
+    assert c.rented_stand_in and c.rent_as is not None
+    assert ") (" not in c.rent_as and c.rent_as.count("(") == c.rent_as.count(")")
+    assert "as fast: no cloud rents the Intel Arc B580" in c.rent_as

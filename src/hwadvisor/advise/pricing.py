@@ -436,12 +436,19 @@ def option_costs(
         count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"
         larger = bool(instance.gpu) and not equivalent and instance.gpus > gpus
         out.rented_stand_in = bool(equivalent)
-        out.rent_as = (
-            f"{instance.provider} {instance.key}"
-            + (f" ({count}, as fast: no cloud rents the {gpu})" if equivalent else "")
-            + (f" ({count}: the smallest instance of this GPU on offer)" if larger else "")
-            + (f", {nodes} of them" if nodes > 1 else "")
+        said = (
+            f"{count}, as fast: no cloud rents the {gpu}"
+            if equivalent
+            else f"{count}: the smallest instance of this GPU on offer"
+            if larger
+            else None
         )
+        name = f"{instance.provider} {instance.key}"
+        if said and name.endswith(")"):
+            name = f"{name[:-1]}; {said})"  # "1x RTX 4090 (cheapest offer; 1× ..., as fast: ...)"
+        elif said:
+            name = f"{name} ({said})"
+        out.rent_as = name + (f", {nodes} of them" if nodes > 1 else "")
         used.append(instance)
     out.date, out.source = _oldest(used), _sources(used)
     return _finish(out, hours, prices)
