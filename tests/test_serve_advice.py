@@ -439,3 +439,20 @@ def test_the_answer_names_the_cheapest_rental_of_its_class_beside_the_cheapest_p
     else:
         assert len(said) == 1 and rent.hardware in said[0]
         assert said[0] in serve_context(answer)["verdict"]
+
+
+def test_a_stderr_that_cannot_be_written_loses_the_note_not_the_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    class Broken(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.chdir(tmp_path)  # no reports/: the note would be said on stderr
+    monkeypatch.setattr(sys, "stderr", Broken())
+    args = ["advise", "--serve", "llama3-8b-chat", "--assume-gpu", "RTX 3070", "--json", "-"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["inference"]["this_machine"] is None

@@ -328,36 +328,16 @@ def machine_options(profile: Profile) -> list[_Candidate]:
 def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Candidate:
     """The GPU the user assumes; an Apple chip as unified memory of the size its name states
     ("Apple M2 Ultra 192GB"). What cannot be sized is said, never dropped."""
-    if (row.vendor or "").lower() == "apple":
-        memory = memory_in_name(name)
-        if memory is None:
-            raise UsageError(
-                f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
-                f"give it in the name, for example {row.name + ' 64GB'!r}"
-            )
-        if count > 1:
-            raise UsageError(f"--assume-gpu {name!r}: --gpus counts discrete GPUs, not Macs")
-        flops = _flops_peak(row, family)
-        if not (row.bandwidth_gbs and flops):
-            raise UsageError(f"--assume-gpu {name!r}: the catalog has no bandwidth or FLOPs for it")
-        return _Candidate(
-            hardware=f"{row.name} ({memory / 2**30:.0f} GiB unified memory)",
-            origin="assumed",
-            scenario_class=2,
-            gpus=1,
-            memory=DeviceMemory(
-                kind="unified", total_bytes=memory, name=row.name, platform="macos"
-            ),
-            speed=DeviceSpeed(
-                bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
-                flops_s=flops,
-                kind="unified",
-                measured=False,
-            ),
-            price_gpu=row.name,
-        )
     stated = memory_in_name(name)
-    if not row.memory_gb and stated:
+    apple = (row.vendor or "").lower() == "apple"
+    if apple and stated is None:
+        raise UsageError(
+            f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
+            f"give it in the name, for example {row.name + ' 64GB'!r}"
+        )
+    if apple and count > 1:
+        raise UsageError(f"--assume-gpu {name!r}: --gpus counts discrete GPUs, not Macs")
+    if stated and (apple or not row.memory_gb):
         row = dataclasses.replace(row, memory_gb=stated / 1e9)
     c = _catalog_candidate(row, count, "assumed", family)
     if c is None:
@@ -365,6 +345,11 @@ def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Can
             f"--assume-gpu {name!r}: the catalog lacks its memory, bandwidth or FLOPs "
             "(a memory size in the name, such as '24GB', supplies the first)"
         )
+    if apple and stated:
+        # unified memory: Metal's working-set limit, and the unified-memory efficiency
+        c.hardware = f"{row.name} ({stated / 2**30:.0f} GiB unified memory)"
+        c.memory = dataclasses.replace(c.memory, kind="unified", platform="macos")
+        c.speed = dataclasses.replace(c.speed, kind="unified")
     return c
 
 

@@ -223,15 +223,6 @@ def _step_weights(geom: LlmGeometry, quant: Quant, engine: str) -> Callable[[int
     return weights
 
 
-def decode_bytes_per_token(
-    geom: LlmGeometry, quant: Quant, context: int, kv_cache: str, engine: str = "llama.cpp"
-) -> float:
-    """Bytes one decode step of one sequence reads: the weights it reads and its KV cache."""
-    return decode_weight_bytes(geom, quant, engine) + geom.kv_bytes(
-        context, kv_bytes_per_value(kv_cache)
-    )
-
-
 def prefill_flops_per_token(geom: LlmGeometry, prompt_tokens: int) -> float:
     """FLOPs per prompt token: the matmuls and the attention at the mean position."""
     attention = 4.0 * geom.layers * geom.heads * geom.head_dim * (prompt_tokens / 2.0)
