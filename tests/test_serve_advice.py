@@ -410,28 +410,28 @@ def test_an_assumed_gpu_that_cannot_be_sized_is_said_never_dropped(
     assert said in err and len(err.strip().splitlines()) == 1
 
 
-def test_the_answer_names_the_cheapest_rental_of_its_class_beside_the_cheapest_purchase(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("preset", ["llama3-8b-chat", "llama3-70b-serve", "qwen3-30b-a3b-local"])
+def test_the_answer_names_the_cheapest_rental_of_any_class_beside_the_cheapest_purchase(
+    preset: str,
 ) -> None:
     from hwadvisor.advise.serving import build_request
+    from hwadvisor.present.serve import serve_context, verdict_lines
 
-    answer = serve_advice(load_profile(PROFILE), build_request("llama3-8b-chat"))
+    answer = serve_advice(load_profile(PROFILE), build_request(preset))
     rec, rent = answer.recommendation, answer.cheapest_to_rent
     assert rec is not None and rent is not None and rent.hourly_cost is not None
-    same_class = [
-        e
+    rentable = [
+        e.hourly_cost
         for e in answer.estimates
         if e.meets_target
-        and e.scenario_class == answer.scenario_class
         and e.origin != "this machine"
         and e.hourly_cost is not None
         and not e.rented_stand_in
     ]
-    assert rent.hourly_cost == min(e.hourly_cost for e in same_class if e.hourly_cost)
-    assert not rent.rented_stand_in and rent.scenario_class == answer.scenario_class
-    # the terminal and the report say it in the same words
-    from hwadvisor.present.serve import serve_context, verdict_lines
-
+    # renting is by the hour: the cheapest instance that serves the target, whatever its class
+    assert rent.hourly_cost == min(rentable)
+    assert not rent.rented_stand_in and rent.meets_target
+    # the terminal and the report say it in the same words, with its class where it differs
     lines = verdict_lines(answer)
     said = [line for line in lines if line.startswith("Cheapest to rent:")]
     if rent is rec:
@@ -439,6 +439,22 @@ def test_the_answer_names_the_cheapest_rental_of_its_class_beside_the_cheapest_p
     else:
         assert len(said) == 1 and rent.hardware in said[0]
         assert said[0] in serve_context(answer)["verdict"]
+        assert ("(one multi-GPU machine)" in said[0]) == (
+            rent.scenario_class == 3 != answer.scenario_class
+        )
+
+
+def test_a_one_gpu_class_whose_only_rental_is_a_big_instance_does_not_hide_a_cheaper_one() -> None:
+    """A 70B fp8 service for 32 users: one MI300X holds it (class 2), but its only rental is an
+    8-GPU instance; four 48 GB cards rent for a fraction of that."""
+    from hwadvisor.advise.serving import build_request
+
+    answer = serve_advice(None, build_request("llama3-70b-serve"))
+    rec, rent = answer.recommendation, answer.cheapest_to_rent
+    assert rec is not None and rent is not None
+    assert rec.hourly_cost is not None and rent.hourly_cost is not None
+    assert rent.hourly_cost < rec.hourly_cost / 4
+    assert rent.scenario_class > answer.scenario_class
 
 
 def test_a_stderr_that_cannot_be_written_loses_the_note_not_the_answer(

@@ -573,9 +573,17 @@ def serve_advice(
         for e in sorted(same, key=lambda e: e.gpus):
             fewest.setdefault(e.hardware.split("× ")[-1], e)
         recommendation = min(fewest.values(), key=_cost_key, default=None)
-        # what one rents is the instance: a GPU no cloud offers is not "rented" through a
-        # faster stand-in (that GPU's own option is there)
-        rented = [e for e in fewest.values() if e.hourly_cost is not None and not e.rented_stand_in]
+        # Renting is by the hour whatever the class: the cheapest instance that serves the
+        # target, of any class (a one-GPU class whose only rental is an 8-GPU instance must
+        # not hide a 4-GPU one at a tenth of the price). What one rents is the instance: a GPU
+        # no cloud offers is not "rented" through a faster stand-in (that GPU's own option is
+        # there).
+        any_class: dict[str, InferenceEstimate] = {}
+        for e in sorted(meeting, key=lambda e: e.gpus):
+            any_class.setdefault(e.hardware.split("× ")[-1], e)
+        rented = [
+            e for e in any_class.values() if e.hourly_cost is not None and not e.rented_stand_in
+        ]
         cheapest_to_rent = min(
             rented, key=lambda e: (e.hourly_cost, e.purchase_cost or math.inf), default=None
         )

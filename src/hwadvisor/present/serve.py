@@ -94,6 +94,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         rent_line = (
             f"Cheapest to rent: {c.hardware} at {_money(c.hourly_cost, a.currency)}/h"
             + (f" as {c.rent_as}" if c.rent_as else "")
+            + (f" ({_CLASS[c.scenario_class]})" if c.scenario_class != a.scenario_class else "")
             + f"; {_speed(c)}"
             + (f"; {_money(per_m, a.currency)} per million tokens" if per_m else "")
         )
