@@ -667,6 +667,54 @@ def test_matmul_halves_n_on_out_of_memory_and_records_the_size_used(
     assert 1024 * 1024 * 4 in torch.allocations and 512 * 512 * 4 in torch.allocations
 
 
+@pytest.mark.parametrize("half_faster", [True, False])
+def test_a_tensor_core_matmul_is_also_timed_at_half_the_size_and_the_faster_stands(
+    half_faster: bool,
+    real_torch: Any,
+    no_nvml: None,
+    never_slow: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rate = gpu._rate
+    seen: list[int] = []
+
+    def biased(timing: Any, n: int) -> float:
+        seen.append(n)
+        return rate(timing, n) * (1e6 if (n == 256) == half_faster else 1.0)
+
+    monkeypatch.setattr(gpu, "_rate", biased)
+    torch = CpuAsCuda(real_torch, FakeCuda())
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision="bf16", params={"n": 512}), torch)
+    assert_ok(m)
+    assert m.params["sizes_tried"] == "512,256" and sorted(seen) == [256, 512]
+    assert m.params["n"] == (256 if half_faster else 512)
+    assert m.params["requested_n"] == 512
+
+
+def test_fp32_matmul_is_timed_at_one_size(real_torch: Any, no_nvml: None, never_slow: None) -> None:
+    torch = CpuAsCuda(real_torch, FakeCuda())
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 512}), torch)
+    assert_ok(m)
+    assert m.params["n"] == 512 and "sizes_tried" not in m.params
+
+
+def test_a_half_size_that_fails_leaves_the_first_figure(
+    real_torch: Any, no_nvml: None, never_slow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = gpu._matmul_step
+
+    def failing(g: Any, precision: str, n: int) -> Any:
+        if n == 256:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return step(g, precision, n)
+
+    monkeypatch.setattr(gpu, "_matmul_step", failing)
+    torch = CpuAsCuda(real_torch, FakeCuda())
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp16", params={"n": 512}), torch)
+    assert_ok(m)
+    assert m.params["n"] == 512 and m.params["sizes_tried"] == "512,256"
+
+
 def test_matmul_out_of_memory_at_the_smallest_size_is_an_error(
     real_torch: Any, no_nvml: None
 ) -> None:
