@@ -14,7 +14,12 @@ import pytest
 
 from hwadvisor.catalog.llms import find_llm
 from hwadvisor.errors import InputError
-from hwadvisor.importers.modelfile import geometry_from_config, geometry_from_file
+from hwadvisor.importers.modelfile import (
+    _GGML_TYPES,
+    GGUF_FILE_TYPES,
+    geometry_from_config,
+    geometry_from_file,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "modelfiles"
 CONFIGS = sorted(FIXTURES.glob("*.config.json"))
@@ -336,3 +341,49 @@ def test_a_corrupt_safetensors_header_is_one_line(tmp_path: Path, raw: bytes, me
 def test_geometry_is_a_plain_value() -> None:
     geometry, _ = geometry_from_file(CONFIGS[0])
     assert dataclasses.replace(geometry) == geometry
+
+
+# Ternary BitNet types: no model of the catalog ships in them, and no rule for their speed.
+_UNSIZED_GGUF_TYPES = {"TQ1_0", "TQ2_0"}
+
+
+@pytest.mark.parametrize(
+    "name", sorted({*GGUF_FILE_TYPES.values(), *_GGML_TYPES.values()} - _UNSIZED_GGUF_TYPES)
+)
+def test_every_quantization_a_gguf_header_names_can_be_sized(name: str) -> None:
+    """A file the header reader understands must not then fail as an 'unknown quantization'
+    (a gpt-oss GGUF's header says MXFP4_MOE; llama-quantize's Q4_K means Q4_K_M)."""
+    from hwadvisor.advise.serve.quant import LLAMA_CPP_FAMILY, find_quant
+
+    quant = find_quant(name)
+    assert 1.5 <= quant.bits_per_weight <= 32
+    assert set(LLAMA_CPP_FAMILY) <= set(quant.engines)
+
+
+def test_gguf_quantizations_are_ordered_by_their_bits() -> None:
+    """The sizes llama-quantize gives for one model grow with the format: so must the bits."""
+    from hwadvisor.advise.serve.quant import find_quant
+
+    ladder = ["Q2_K_S", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",
+              "Q5_K_M", "Q6_K", "Q8_0", "F16", "F32"]  # fmt: skip
+    bits = [find_quant(q).bits_per_weight for q in ladder]
+    assert bits == sorted(bits) and len(set(bits)) == len(bits)
+    iq = ["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S",
+          "IQ3_M", "IQ4_XS", "IQ4_NL"]  # fmt: skip
+    bits = [find_quant(q).bits_per_weight for q in iq]
+    assert bits == sorted(bits) and len(set(bits)) == len(bits)
+
+
+def test_a_gpt_oss_gguf_whose_header_says_mxfp4_moe_is_sized_in_mxfp4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from hwadvisor.cli import main
+
+    path = tmp_path / "tiny-mxfp4.gguf"
+    path.write_bytes(_gguf({**MOE_META, "general.file_type": 38}, MOE_TENSORS))
+    code = main(["advise", "--serve", str(path), "--assume-gpu", "RTX 3070", "--json", "-"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert json.loads(out.out)["inference"]["quant"] == "MXFP4"

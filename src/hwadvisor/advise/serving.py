@@ -501,7 +501,9 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
     native = geom.native_quant
     if native is not None and request.engine not in find_quant(native).engines:
         native = None  # DeepSeek's fp8 in llama.cpp: the engine's own default
-    quant = find_quant(request.quant or file_quant or native or default_quant(request.engine))
+    quant = find_quant(
+        request.quant or file_quant or native or default_quant(request.engine), request.engine
+    )
     if request.engine not in quant.engines and not (
         request.engine == "ollama" and "llama.cpp" in quant.engines
     ):

@@ -49,6 +49,31 @@ QUANTS: tuple[Quant, ...] = (
     Quant("Q5_K_M", 5.69, "gguf-k", _GGUF),
     Quant("Q6_K", 6.56, "gguf-k", _GGUF),
     Quant("Q8_0", 8.5, "gguf-legacy", (*_GGUF, "mlx")),
+    # More GGUF types people download: the k-quants' body bits from ``llama-quantize --help``'s
+    # sizes for Llama 3 8B (Q2_K 2.96G, Q3_K_S 3.41G, Q3_K_M 3.74G, Q3_K_L 4.03G, Q4_K_S 4.37G,
+    # Q5_K_S 5.21G; Q2_K_S from the quantize README's 2.9697 bits per weight) less the Q6_K
+    # output head; legacy blocks at their layout (Q4_1 20 bytes per 32 weights, Q5_0 22, Q5_1
+    # 24); i-quants at the bits the help gives.
+    Quant("Q2_K", 2.93, "gguf-k", _GGUF),
+    Quant("Q3_K_S", 3.44, "gguf-k", _GGUF),
+    Quant("Q3_K_M", 3.82, "gguf-k", _GGUF),
+    Quant("Q3_K_L", 4.15, "gguf-k", _GGUF),
+    Quant("Q4_K_S", 4.54, "gguf-k", _GGUF),
+    Quant("Q5_K_S", 5.5, "gguf-k", _GGUF),
+    Quant("Q4_1", 5.0, "gguf-legacy", _GGUF),
+    Quant("Q5_0", 5.5, "gguf-legacy", _GGUF),
+    Quant("Q5_1", 6.0, "gguf-legacy", _GGUF),
+    Quant("Q2_K_S", 2.72, "gguf-k", _GGUF),
+    Quant("IQ1_S", 1.56, "gguf-iq", _GGUF),
+    Quant("IQ1_M", 1.75, "gguf-iq", _GGUF),
+    Quant("IQ2_XS", 2.31, "gguf-iq", _GGUF),
+    Quant("IQ2_S", 2.5, "gguf-iq", _GGUF),
+    Quant("IQ2_M", 2.7, "gguf-iq", _GGUF),
+    Quant("IQ3_XS", 3.3, "gguf-iq", _GGUF),
+    Quant("IQ3_S", 3.44, "gguf-iq", _GGUF),
+    Quant("IQ3_M", 3.66, "gguf-iq", _GGUF),
+    Quant("IQ4_NL", 4.5, "gguf-iq", _GGUF),
+    Quant("F32", 32.0, "float", _GGUF),
     Quant("F16", 16.0, "float", _GGUF),
     Quant("BF16", 16.0, "float", _GGUF),
     Quant("IQ2_XXS", 2.06, "gguf-iq", _GGUF),
@@ -64,14 +89,34 @@ QUANTS: tuple[Quant, ...] = (
     Quant("GPTQ", 4.25, "int4", ("vllm", "sglang", "transformers")),
     Quant("int4", 4.25, "int4", ("vllm", "tensorrt-llm", "sglang", "mlx")),
     Quant("NVFP4", 4.5, "fp4", ("vllm", "tensorrt-llm", "sglang")),
+    # MLX's own quantization (mlx_lm.convert -q, the mlx-community "-4bit"/"-8bit" repositories):
+    # groups of 64 weights with a 16-bit scale and bias each, 0.5 bits per weight on top.
+    Quant("4bit", 4.5, "int4", ("mlx",)),
+    Quant("8bit", 8.5, "int8", ("mlx",)),
 )
 
 _BY_NAME = {q.name.lower(): q for q in QUANTS}
+_EXACT = {q.name: q for q in QUANTS}
+"""GGUF's ``BF16`` and the checkpoints' ``bf16`` share a name but not their engines."""
+_ALIASES = {
+    # llama-quantize's own aliases, and the file type a gpt-oss GGUF's header names
+    "q3_k": "q3_k_m",
+    "q4_k": "q4_k_m",
+    "q5_k": "q5_k_m",
+    "mxfp4_moe": "mxfp4",
+}
 
 
-def find_quant(name: str) -> Quant:
-    """The format named ``name`` (any case); an unknown name is a usage error listing the valid."""
-    quant = _BY_NAME.get(name.strip().lower())
+def find_quant(name: str, engine: str | None = None) -> Quant:
+    """The format named ``name`` (any case; where two share it, the one ``engine`` runs, else
+    the one spelt the same); an unknown name is a usage error listing the valid."""
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    same = [q for q in QUANTS if q.name.lower() == key]
+    if engine is not None and len(same) > 1:
+        runs = engine if engine not in LLAMA_CPP_FAMILY else "llama.cpp"
+        same = [q for q in same if runs in q.engines] or same
+    quant = same[0] if len(same) == 1 else _EXACT.get(name.strip()) or _BY_NAME.get(key)
     if quant is None:
         valid = ", ".join(q.name for q in QUANTS)
         raise UsageError(f"unknown quantization {name!r}: use one of {valid}")
@@ -82,7 +127,7 @@ def find_quant(name: str) -> Quant:
 #: ``llama3.1:8b-instruct-fp16``) and Hugging Face repositories (``Qwen2.5-7B-Instruct-AWQ``,
 #: ``Meta-Llama-3.1-8B-Instruct-FP8``, ``bartowski/...-GGUF:Q4_K_M``) spell it.
 _NAMED_QUANT = re.compile(
-    r"[-_:.](?P<quant>i?q\d[a-z0-9_]*|f16|bf16|fp16|fp8|int8|int4|w4a16|w8a8|awq|gptq|mxfp4|nvfp4)$",
+    r"[-_:.](?P<quant>i?q\d[a-z0-9_]*|f16|bf16|fp16|fp8|int8|int4|[48]bit|w4a16|w8a8|awq|gptq|mxfp4|nvfp4)$",
     re.IGNORECASE,
 )
 _CHECKPOINT_ALIASES = {"w4a16": "int4", "w8a8": "int8"}
@@ -104,7 +149,7 @@ def split_named_quant(name: str, engine: str) -> tuple[str, str | None]:
         if engine in LLAMA_CPP_FAMILY and token in _GGUF_FLOATS:
             token = _GGUF_FLOATS[token]
         if token.lower() in _BY_NAME:
-            found = _BY_NAME[token.lower()].name
+            found = find_quant(token, engine).name
             model = model[: match.start()]
     model = re.sub(r"[-_.]gguf$", "", model, flags=re.IGNORECASE)
     return model or name.strip(), found
