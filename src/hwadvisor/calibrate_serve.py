@@ -102,7 +102,7 @@ def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware
         tflops = peak.fp16_tflops or peak.bf16_tflops or peak.fp32_tflops
         if not (peak.bandwidth_gbs and tflops):
             return None, f"the GPU catalog has no bandwidth or FLOPs for {peak.name}"
-        kind = gpu_kind(peak.vendor, peak.target)
+        kind = gpu_kind(peak.vendor, peak.target, peak.architecture)
         speed = DeviceSpeed(peak.bandwidth_gbs * 1e9, tflops * 1e12, kind, measured=False)
         return Hardware(peak.name, speed), ""
     want = "gpu" if on_gpu else "cpu"

@@ -272,7 +272,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     speed=DeviceSpeed(
                         bandwidth_bytes_s=bandwidth,
                         flops_s=flops,
-                        kind=gpu_kind(row.vendor, row.target) if row else "gpu",
+                        kind=gpu_kind(row.vendor, row.target, row.architecture) if row else "gpu",
                         count=n,
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,
@@ -374,7 +374,7 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
         speed=DeviceSpeed(
             bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
             flops_s=flops,
-            kind=gpu_kind(row.vendor, row.target),
+            kind=gpu_kind(row.vendor, row.target, row.architecture),
             count=count,
             link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
             measured=False,

@@ -167,7 +167,7 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
         kind = str(raw["kind"])
         if kind == "gpu":
             peak = find_gpu_peak(str(raw.get("hardware", "")))
-            kind = gpu_kind(peak.vendor, peak.target) if peak is not None else kind
+            kind = gpu_kind(peak.vendor, peak.target, peak.architecture) if peak else kind
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,

@@ -47,9 +47,14 @@ MAX_USERS = 4096
 #: GTX 1080 Ti 0.75x of the rule fitted on newer cards): their own level of the fit.
 LEGACY_GPU = "gpu-legacy"
 INTEL_GPU = "gpu-intel"
-"""Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them, when
-there are some, are not averaged with NVIDIA's and AMD's; until then they fall back to ``gpu``
-and the basis says so."""
+"""Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them are not
+averaged with NVIDIA's and AMD's; where a family has none they fall back to ``gpu`` and the
+basis says so."""
+INTEL_ALCHEMIST_GPU = "gpu-intel-alchemist"
+"""Intel's first Arc generation (Xe-HPG, "Alchemist": A770, A750, A380, the A-series laptops,
+Flex 170): llama.cpp decodes a 7B there at about a fifth of the bandwidth (A770 30 tok/s, A770M
+26), where the next generation (B580, Battlemage) reaches half (66 tok/s on 456 GB/s). Its own
+level under ``gpu-intel``, as Pascal is under ``gpu``."""
 
 
 def base_kind(kind: str) -> str:
@@ -57,10 +62,20 @@ def base_kind(kind: str) -> str:
     return kind.split("-", 1)[0]
 
 
-def gpu_kind(vendor: str | None, target: str | None) -> str:
+def kind_chain(kind: str) -> tuple[str, ...]:
+    """``kind`` and each coarser kind it refines, most specific first
+    (``gpu-intel-alchemist``, ``gpu-intel``, ``gpu``)."""
+    parts = kind.split("-")
+    return tuple("-".join(parts[:n]) for n in range(len(parts), 0, -1))
+
+
+def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = None) -> str:
     """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-intel`` for an
-    Intel GPU, else ``gpu``."""
+    Intel GPU (``gpu-intel-alchemist`` for its first Arc generation), else ``gpu``."""
     if (vendor or "").lower() == "intel":
+        arch = (architecture or "").lower()
+        if "alchemist" in arch or ("xe-hpg" in arch and "xe2" not in arch):
+            return INTEL_ALCHEMIST_GPU
         return INTEL_GPU
     if (vendor or "").lower() == "nvidia" and target:
         try:
@@ -134,13 +149,11 @@ class Rules:
     def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
         table = self.decode if phase == "decode" else self.prefill
         # the device kind before the quant family: a quantization measured only on GPUs says
-        # less of a CPU than the CPU's rows in other quantizations do
-        base = base_kind(kind)
+        # less of a CPU than the CPU's rows in other quantizations do; a refined kind before
+        # the kinds it refines
+        kinds = [(f"{family}/{quant_family}/{k}", f"{family}/*/{k}") for k in kind_chain(kind)]
         for key in (
-            f"{family}/{quant_family}/{kind}",
-            f"{family}/*/{kind}",
-            f"{family}/{quant_family}/{base}",
-            f"{family}/*/{base}",
+            *(key for pair in kinds for key in pair),
             f"{family}/{quant_family}",
             f"{family}",
         ):
@@ -361,7 +374,11 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         for key in (*rules.decode, *rules.prefill)
     ):
         return ""
-    what = {INTEL_GPU: "Intel GPUs", LEGACY_GPU: "NVIDIA GPUs before Volta"}.get(kind, kind)
+    what = {
+        INTEL_GPU: "Intel GPUs",
+        INTEL_ALCHEMIST_GPU: "Intel's first Arc generation (Alchemist)",
+        LEGACY_GPU: "NVIDIA GPUs before Volta",
+    }.get(kind, kind)
     return (
         f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
         "(an estimate to check)"
