@@ -297,3 +297,14 @@ def test_a_smaller_kv_cache_needs_less_memory_on_every_host(tmp_path: Path, caps
         if small is not None:
             # 32k tokens of Llama 3.1 8B's KV cache: 4 GiB at f16, under a third of it at q4_0.
             assert needed["f16"][host] - small > 2.5 * 2**30, host
+
+
+def test_hosts_an_engine_does_not_run_on_say_so(tmp_path: Path) -> None:
+    """MLX on a Linux fleet: every host has no estimate, and says why (not 'no GPU known')."""
+    ranked, _ = _rank(tmp_path, _fleet_docs(), "llama-3.1-8b", quant="4bit", engine="mlx")
+    assert len(ranked) == 5
+    for r in ranked:
+        assert r.verdict == "no estimate" and not r.serves
+        assert r.reasons == [
+            "no estimate: mlx runs on Apple silicon only, and this machine has none"
+        ]

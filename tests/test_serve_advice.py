@@ -472,3 +472,68 @@ def test_a_stderr_that_cannot_be_written_loses_the_note_not_the_answer(
     args = ["advise", "--serve", "llama3-8b-chat", "--assume-gpu", "RTX 3070", "--json", "-"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["inference"]["this_machine"] is None
+
+
+# --- which engines run on which hardware ---------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["llama.cpp", "ollama", "vllm", "mlx",
+                                    "tensorrt-llm", "transformers"])  # fmt: skip
+def test_no_option_is_sized_on_hardware_its_engine_does_not_run_on(engine: str) -> None:
+    """MLX is Apple's, TensorRT-LLM NVIDIA's; vLLM and SGLang run on NVIDIA, AMD and Intel
+    GPUs: an option of another maker is neither sized nor rented as a stand-in."""
+    from hwadvisor.advise.serving import ENGINE_HARDWARE, build_request
+    from hwadvisor.catalog.peaks import find_gpu_peak
+
+    quant = {"mlx": "4bit", "tensorrt-llm": "fp8"}.get(engine)
+    request = build_request("llama-3.1-8b", engine=engine, **({"quant": quant} if quant else {}))
+    answer = serve_advice(load_profile(PROFILE), request)
+    makers = ENGINE_HARDWARE.get(engine)
+    catalog = [e for e in answer.estimates if e.origin == "catalog"]
+    if engine == "mlx":
+        assert catalog == [] and answer.this_machine is None
+        assert answer.this_machine_note and "Apple silicon only" in answer.this_machine_note
+        assert any("holds none to compare" in c for c in answer.caveats)
+    else:
+        assert catalog
+    for e in catalog:
+        name = e.hardware.split("× ")[-1].split(" machines of ")[-1]
+        peak = find_gpu_peak(name)
+        assert peak is not None, e.hardware
+        assert makers is None or (peak.vendor or "").lower() in makers, (engine, e.hardware)
+
+
+def test_an_assumed_gpu_the_engine_does_not_run_on_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["advise", "--serve", "llama-3.1-8b", "--engine", "mlx",
+                 "--assume-gpu", "RTX 4090"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1] == (
+        "hwadvisor: error: --assume-gpu 'RTX 4090': mlx runs on Apple silicon only "
+        "(--engine llama.cpp runs on every GPU)"
+    )
+
+
+def test_an_apple_chip_no_cloud_rents_is_not_rented_as_a_gpu_mlx_cannot_use() -> None:
+    from hwadvisor.advise.serving import build_request
+
+    mlx = serve_advice(None, build_request("llama-3.1-8b", engine="mlx", quant="4bit",
+                                           assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
+    llama = serve_advice(None, build_request("llama-3.1-8b",
+                                             assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
+    (on_mlx,) = [e for e in mlx.estimates if e.origin == "assumed"]
+    (on_llama,) = [e for e in llama.estimates if e.origin == "assumed"]
+    assert on_mlx.hourly_cost is None and not on_mlx.rented_stand_in
+    assert on_llama.hourly_cost is not None and on_llama.rented_stand_in  # an NVIDIA card
+
+
+def test_with_no_option_the_terminal_prints_no_empty_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["advise", "-p", str(PROFILE), "--serve", "llama-3.1-8b", "--engine", "mlx"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "No option in the price catalog runs mlx: see the note below." in out
+    assert "option" not in out.split("see the note below.")[1].split("Note:")[0]

@@ -144,6 +144,36 @@ class _Candidate:
     price_gpu: str | None
     cores: int | None = None
     nodes: int = 1
+    vendor: str | None = None
+    """The GPU's maker (``nvidia``, ``amd``, ``intel``, ``apple``), ``cpu`` for a computer's
+    cores, None where unknown (then every engine is taken to run on it)."""
+
+
+#: The hardware each engine runs on, by GPU maker (``cpu``: a computer's cores): MLX is Apple's;
+#: TensorRT-LLM NVIDIA's; vLLM and SGLang run on NVIDIA, AMD and Intel GPUs and on CPUs (not on
+#: Apple silicon's GPU). llama.cpp, Ollama and transformers run on all.
+ENGINE_HARDWARE: dict[str, tuple[str, ...]] = {
+    "mlx": ("apple",),
+    "tensorrt-llm": ("nvidia",),
+    "vllm": ("nvidia", "amd", "intel", "cpu"),
+    "sglang": ("nvidia", "amd", "intel", "cpu"),
+}
+_MAKERS = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs", "intel": "Intel GPUs",
+           "apple": "Apple silicon", "cpu": "CPUs"}  # fmt: skip
+
+
+def engine_runs_on(engine: str, vendor: str | None) -> bool:
+    """Whether ``engine`` runs on hardware of ``vendor`` (unknown: yes)."""
+    makers = ENGINE_HARDWARE.get(engine)
+    return makers is None or vendor is None or vendor.lower() in makers
+
+
+def runs_on_words(engine: str) -> str:
+    """``"mlx runs on Apple silicon only"``: what an engine needs, in words."""
+    makers = ENGINE_HARDWARE.get(engine, ())
+    what = [_MAKERS[m] for m in makers]
+    listed = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
+    return f"{engine} runs on {listed}{' only' if len(what) == 1 else ''}"
 
 
 def _undisturbed(m: Measurement) -> bool:
@@ -279,6 +309,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                         note=note,
                     ),
                     price_gpu=row.name if row else None,
+                    vendor=(row.vendor or None) if row else None,
                 )
             )
     ram = profile.memory.total_bytes.value
@@ -320,6 +351,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                 ),
                 price_gpu=None,
                 cores=profile.cpu.physical_cores.value,
+                vendor="apple" if apple_note or _apple(profile) else "cpu",
             )
         )
     return out
@@ -381,6 +413,7 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
         ),
         price_gpu=row.name,
         nodes=nodes,
+        vendor=row.vendor or None,
     )
 
 
@@ -424,6 +457,8 @@ def _estimate(
         cores=c.cores,
         nodes=c.nodes,
         seconds=3600.0,
+        # a GPU no cloud rents is stood in for by one the engine runs on
+        stand_in_vendors=ENGINE_HARDWARE.get(req.engine),
     )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
@@ -530,10 +565,18 @@ def serve_advice(
     prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
     candidates = machine_options(profile) if profile is not None else []
+    # this machine's parts the engine cannot run on are left out, and said
+    cannot = [c for c in candidates if not engine_runs_on(request.engine, c.vendor)]
+    candidates = [c for c in candidates if c not in cannot]
     for name in request.assume_gpu:
         row = find_gpu_peak(name, None, fallback=False)
         if row is None:
             raise UsageError(f"--assume-gpu {name!r}: not a GPU the catalog knows (hwadvisor gpus)")
+        if not engine_runs_on(request.engine, row.vendor):
+            raise UsageError(
+                f"--assume-gpu {name!r}: {runs_on_words(request.engine)} "
+                "(--engine llama.cpp runs on every GPU)"
+            )
         candidates.append(_assumed_candidate(name, row, request.gpus, family))
     estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
     catalog = {row.name: row for row in load_catalog()}
@@ -544,7 +587,7 @@ def serve_advice(
     )
     for name in sorted(priced):
         row = catalog.get(name)
-        if row is None:
+        if row is None or not engine_runs_on(request.engine, row.vendor):
             continue
         for count in (1, 2, 4, 8, 16, 32, 64):
             if count > _MAX_PER_MACHINE * _MAX_MACHINES:
@@ -595,10 +638,18 @@ def serve_advice(
             "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
             "machine beside the assumed hardware)"
             if profile is None
+            else f"not sized: {runs_on_words(request.engine)}, and this machine has none"
+            if cannot
             else "not sized: its profile has no trusted measurement of its memory bandwidth "
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
         )
     caveats = []
+    if request.engine in ENGINE_HARDWARE and not any(e.origin == "catalog" for e in estimates):
+        caveats.append(
+            f"{runs_on_words(request.engine)}, and the price catalog holds none to compare: "
+            "--assume-gpu (for example 'Apple M4 Max 64GB') sizes one; --engine llama.cpp "
+            "compares the GPUs to buy"
+        )
     if here is not None and not here.measured:
         caveats.append(
             "this machine's speed is from catalog peaks: `hwadvisor scan` measures its bandwidth"

@@ -280,7 +280,8 @@ def rank_serve(
             profile = parse_profile(zlib.decompress(blob).decode("utf-8"), "stored profile")
         except (InputError, zlib.error, UnicodeDecodeError) as exc:
             profile, unreadable = None, f"stored profile unreadable: {exc}"
-        e = serve_advice(profile, request, prices).this_machine if profile else None
+        answer = serve_advice(profile, request, prices) if profile else None
+        e = answer.this_machine if answer else None
         for key, name in members:
             why = held.get(key, [])
             row = ServeRanked(
@@ -305,6 +306,13 @@ def rank_serve(
             )
             if profile is None:
                 row.reasons = [unreadable]
+            elif (
+                e is None
+                and answer is not None
+                and answer.this_machine_note
+                and (" runs on " in answer.this_machine_note)
+            ):
+                row.reasons = [answer.this_machine_note.replace("not sized: ", "no estimate: ")]
             elif e is None:
                 row.reasons = [
                     "no estimate: the scan has neither a GPU the catalog knows nor measured "

@@ -47,7 +47,9 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         + f"), {a.quant} ({a.bits_per_weight:g} bits), {a.context:,} tokens of context, "
         f"{a.engine}, {users} at ≥ {a.target_tok_s:g} tok/s each",
     ]
-    if a.scenario_class is None:
+    if a.scenario_class is None and not any(e.origin == "catalog" for e in a.estimates):
+        lines.append(f"No option in the price catalog runs {a.engine}: see the note below.")
+    elif a.scenario_class is None:
         lines.append(
             "No option in the catalog serves it at that speed: lower the target, the "
             "context or the number of users, or use a smaller quant."

@@ -28,11 +28,13 @@ def render_serve(a: InferenceAdvice, console: Console) -> None:
         ("$/M tok", "right"),
     ):
         table.add_column(title, justify=justify)  # type: ignore[arg-type]
-    for e in shown_options(a):
+    shown = shown_options(a)
+    for e in shown:
         c = option_cells(a, e)
         table.add_row(c["option"], c["memory"], c["decode"], c["prefill"], c["users"], c["per_m"])
     console.print()
-    console.print(table)
-    console.print(footnote(a), markup=False, highlight=False)
+    if shown:  # no option at all: no empty table
+        console.print(table)
+        console.print(footnote(a), markup=False, highlight=False)
     for caveat in a.caveats:
         console.print(f"Note: {caveat}", markup=False, highlight=False)
