@@ -210,15 +210,16 @@ def test_calibration_accuracy_does_not_regress() -> None:
     rows = [row for row in every if row.family not in HOST_FAMILIES]
     ins = accuracy(in_sample(rows, "decode"))
     loso = accuracy(leave_one_source_out(rows, "decode"))
-    # the figures on 159 decode rows from 66 sources (docs/inference-model.md): in sample
-    # 81 % / 93 %, worst 2.49x; one source out 71 % / 90 %, worst 3.97x (on the 98 rows before
+    # the figures on 177 decode rows from 71 sources (docs/inference-model.md): in sample
+    # 79 % / 92 %, worst 2.49x; one source out 68 % / 89 %, worst 3.97x (on the 98 rows before
     # the third search: 77 % / 89 %, 1.93x). Below the targets (80 % / 95 % held out): Intel's
-    # A770, low-bit k-quants of early 2024, single laptops and CPUs spread past one rule a kind.
-    assert ins.n >= 159 and ins.within_125 >= 0.79 and ins.within_150 >= 0.91
+    # A770, low-bit k-quants of early 2024, MLX's MoE runs on one M1 Ultra, single laptops and
+    # CPUs spread past one rule a kind.
+    assert ins.n >= 177 and ins.within_125 >= 0.77 and ins.within_150 >= 0.90
     assert ins.worst < 2.7
-    assert loso.within_125 >= 0.69 and loso.within_150 >= 0.88 and loso.worst < 4.2
+    assert loso.within_125 >= 0.66 and loso.within_150 >= 0.87 and loso.worst < 4.2
     pre = accuracy(leave_one_source_out(rows, "prefill"))
-    assert pre.n >= 65 and pre.within_150 >= 0.61 and pre.worst < 4.5  # 63 %, 4.19x
+    assert pre.n >= 67 and pre.within_150 >= 0.62 and pre.worst < 4.5  # 64 %, 4.19x
 
 
 @pytest.mark.parametrize(
