@@ -490,17 +490,19 @@ def test_no_option_is_sized_on_hardware_its_engine_does_not_run_on(engine: str) 
     answer = serve_advice(load_profile(PROFILE), request)
     makers = ENGINE_HARDWARE.get(engine)
     catalog = [e for e in answer.estimates if e.origin == "catalog"]
+    assert catalog
     if engine == "mlx":
-        assert catalog == [] and answer.this_machine is None
+        assert answer.this_machine is None  # an RTX 3080 machine
         assert answer.this_machine_note and "Apple silicon only" in answer.this_machine_note
-        assert any("holds none to compare" in c for c in answer.caveats)
-    else:
-        assert catalog
+        assert all(e.bought_whole and e.hardware.startswith("Mac") for e in catalog)
     for e in catalog:
-        name = e.hardware.split("× ")[-1].split(" machines of ")[-1]
-        peak = find_gpu_peak(name)
-        assert peak is not None, e.hardware
-        assert makers is None or (peak.vendor or "").lower() in makers, (engine, e.hardware)
+        if e.bought_whole:  # a Mac from the price catalog
+            maker = "apple"
+        else:
+            peak = find_gpu_peak(e.hardware.split("× ")[-1].split(" machines of ")[-1])
+            assert peak is not None, e.hardware
+            maker = (peak.vendor or "").lower()
+        assert makers is None or maker in makers, (engine, e.hardware)
 
 
 def test_an_assumed_gpu_the_engine_does_not_run_on_is_one_line_exit_2(
@@ -516,24 +518,74 @@ def test_an_assumed_gpu_the_engine_does_not_run_on_is_one_line_exit_2(
     )
 
 
-def test_an_apple_chip_no_cloud_rents_is_not_rented_as_a_gpu_mlx_cannot_use() -> None:
+def test_a_mac_is_never_rented_as_a_cloud_gpu() -> None:
+    """No cloud GPU holds a Mac's unified memory (an RTX 3090 had stood in for a 96 GB Mac
+    serving a 70B), and MLX runs on none."""
     from hwadvisor.advise.serving import build_request
 
-    mlx = serve_advice(None, build_request("llama-3.1-8b", engine="mlx", quant="4bit",
-                                           assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
-    llama = serve_advice(None, build_request("llama-3.1-8b",
-                                             assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
-    (on_mlx,) = [e for e in mlx.estimates if e.origin == "assumed"]
-    (on_llama,) = [e for e in llama.estimates if e.origin == "assumed"]
-    assert on_mlx.hourly_cost is None and not on_mlx.rented_stand_in
-    assert on_llama.hourly_cost is not None and on_llama.rented_stand_in  # an NVIDIA card
+    for engine, quant in (("mlx", "4bit"), ("llama.cpp", None)):
+        answer = serve_advice(None, build_request("llama-3.1-70b", engine=engine, quant=quant,
+                                                  assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
+        macs = [e for e in answer.estimates if "unified" in e.hardware or e.bought_whole]
+        assert len(macs) == 4  # the assumed chip and the three Macs of the price catalog
+        assert all(e.hourly_cost is None and not e.rented_stand_in for e in macs)
+    # a GPU no cloud rents is still stood in for (llama.cpp: the Intel Arc B580 by an RTX)
+    chat = serve_advice(None, build_request("llama3-8b-chat"))
+    b580 = next(e for e in chat.estimates if e.hardware == "Intel Arc B580")
+    assert b580.rented_stand_in and b580.hourly_cost is not None
 
 
 def test_with_no_option_the_terminal_prints_no_empty_table(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code = main(["advise", "-p", str(PROFILE), "--serve", "llama-3.1-8b", "--engine", "mlx"])
+    """A price file in another currency stands alone: with no Mac in it, MLX has no option."""
+    prices = tmp_path / "eur.toml"
+    prices.write_text(
+        'currency = "EUR"\n[[card]]\ngpu = "GeForce RTX 4090"\nprice = 1900.0\n'
+        'source = "a shop"\ndate = "2026-10"\n',
+        encoding="utf-8",
+    )
+    code = main(["advise", "-p", str(PROFILE), "--serve", "llama-3.1-8b", "--engine", "mlx",
+                 "--prices", str(prices)])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
     assert "No option in the price catalog runs mlx: see the note below." in out
     assert "option" not in out.split("see the note below.")[1].split("Note:")[0]
+    assert "the price catalog holds none to compare" in " ".join(out.split())
+
+
+def test_macs_from_the_price_catalog_are_options_bought_whole() -> None:
+    """A 70B at Q4_K_M on llama.cpp: a 96 GB Mac Studio holds it and is priced as itself,
+    without 'a computer to hold it'; an 8B fits the 16 GB Mac mini."""
+    from hwadvisor.advise.serving import build_request
+    from hwadvisor.present.serve import verdict_lines
+
+    answer = serve_advice(None, build_request("llama-3.1-70b"))
+    macs = {e.hardware: e for e in answer.estimates if e.bought_whole}
+    studio = macs["Mac Studio (M3 Ultra, 96 GB)"]
+    assert studio.fits_memory and studio.purchase_cost == 3999.0
+    assert not macs["Mac mini (M4, 16 GB)"].fits_memory
+    assert not macs["Mac Studio (M4 Max, 36 GB)"].fits_memory
+    for line in verdict_lines(answer):
+        if "Mac Studio" in line and "to buy" in line:
+            assert "with a computer to hold it" not in line.split("to buy")[1][:30]
+    small = serve_advice(None, build_request("llama3-8b-chat"))
+    mini = next(e for e in small.estimates if e.hardware == "Mac mini (M4, 16 GB)")
+    assert mini.fits_memory and mini.meets_target and mini.purchase_cost == 599.0
+    # vLLM does not run on Apple silicon: no Mac is an option
+    vllm = serve_advice(None, build_request("llama3-70b-serve"))
+    assert not any(e.bought_whole for e in vllm.estimates)
+
+
+def test_advise_serve_uses_the_users_electricity_price(capsys: pytest.CaptureFixture[str]) -> None:
+    """--kwh-price (and --prices) reach the serving answer, as they reach the training one."""
+    owned = {}
+    for kwh in ("0.1", "0.4"):
+        code = main(["advise", "-p", str(PROFILE), "--serve", "llama3-8b-chat",
+                     "--kwh-price", kwh, "--json", "-"])  # fmt: skip
+        assert code == 0
+        doc = json.loads(capsys.readouterr().out)["inference"]
+        card = next(e for e in doc["estimates"] if e["hardware"] == "GeForce RTX 3090")
+        owned[kwh] = card["cost_per_million_tokens_owned"]
+        assert doc["kwh_price"] == float(kwh)
+    assert owned["0.4"] == pytest.approx(4 * owned["0.1"])

@@ -790,7 +790,7 @@ def advise(
         kv_cache=kv_cache,
     )
     if serve is not None:
-        _serve(serve, profile_path, json_out, assume_gpu, gpus, given)
+        _serve(serve, profile_path, json_out, assume_gpu, gpus, given, prices, kwh_price)
         return
     refuse_serve_options(given)
     custom = None
@@ -885,10 +885,14 @@ def _serve(
     assume_gpu: list[str] | None,
     gpus: int,
     given: dict[str, Any],
+    prices_path: Path | None = None,
+    kwh_price: float | None = None,
 ) -> None:
-    """``advise --serve``: the inference answer, printed or written as JSON."""
+    """``advise --serve``: the inference answer, printed or written as JSON (with the user's
+    ``--prices`` and ``--kwh-price`` where given)."""
     import datetime as _dt
 
+    from hwadvisor.advise.pricing import builtin_prices, load_prices
     from hwadvisor.advise.serving import build_request, check_request, serve_advice
     from hwadvisor.model.schema_version import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
@@ -911,7 +915,8 @@ def _serve(
             )
     else:
         profile = _default_profile()
-    answer = serve_advice(profile, request, checked=checked)
+    prices = (load_prices(prices_path) if prices_path else builtin_prices()).with_kwh(kwh_price)
+    answer = serve_advice(profile, request, prices, checked=checked)
     if json_out is not None:
         document = {
             "schema_version": SCHEMA_VERSION,

@@ -82,6 +82,8 @@ class _System(_Sourced):
     gpu: OptText = None
     gpus: int = 0
     cores: OptPositiveWhole = None
+    memory_gb: OptPositive = None
+    """A Mac's unified memory (its GPU's memory)."""
     price: Positive
     watts: OptPositive = None
     what: Text = "list price"
@@ -175,6 +177,7 @@ class Row:
     cores: int | None = None
     vcpus: int | None = None
     provider: str | None = None
+    memory_gb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -219,8 +222,9 @@ def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
             cards[c.gpu] = Row(c.gpu, c.price, c.watts, c.what, c.source, c.date, c.gpu, 1)
         for s in data.system:
             systems[s.name] = Row(
-                s.name, s.price, s.watts, s.what, s.source, s.date, s.gpu, s.gpus, s.cores
-            )
+                s.name, s.price, s.watts, s.what, s.source, s.date, s.gpu, s.gpus, s.cores,
+                memory_gb=s.memory_gb,
+            )  # fmt: skip
         for h in data.host:
             hosts[h.gpus] = Row(
                 f"host for {h.gpus}", h.price, h.watts, h.what, h.source, h.date, gpus=h.gpus

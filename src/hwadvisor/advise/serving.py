@@ -147,6 +147,8 @@ class _Candidate:
     vendor: str | None = None
     """The GPU's maker (``nvidia``, ``amd``, ``intel``, ``apple``), ``cpu`` for a computer's
     cores, None where unknown (then every engine is taken to run on it)."""
+    whole: bool = False
+    """Bought as a whole computer (a Mac), not cards with a host around them."""
 
 
 #: The hardware each engine runs on, by GPU maker (``cpu``: a computer's cores): MLX is Apple's;
@@ -378,11 +380,34 @@ def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Can
             "(a memory size in the name, such as '24GB', supplies the first)"
         )
     if apple and stated:
-        # unified memory: Metal's working-set limit, and the unified-memory efficiency
-        c.hardware = f"{row.name} ({stated / 2**30:.0f} GiB unified memory)"
-        c.memory = dataclasses.replace(c.memory, kind="unified", platform="macos")
-        c.speed = dataclasses.replace(c.speed, kind="unified")
+        _as_mac(c, f"{row.name} ({stated / 2**30:.0f} GiB unified memory)")
     return c
+
+
+def _as_mac(c: _Candidate, label: str) -> None:
+    """``c`` as a Mac: unified memory (Metal's working-set limit) and the unified-memory
+    efficiency."""
+    c.hardware = label
+    c.memory = dataclasses.replace(c.memory, kind="unified", platform="macos")
+    c.speed = dataclasses.replace(c.speed, kind="unified")
+
+
+def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> list[_Candidate]:
+    """The Macs the price catalog sells (``[[system]]`` rows with an Apple chip and its unified
+    memory), each an option of its own: bought whole, no host around it."""
+    out = []
+    for system in prices.systems:
+        row = catalog.get(system.gpu or "")
+        if row is None or not system.memory_gb or (row.vendor or "").lower() != "apple":
+            continue
+        c = _catalog_candidate(
+            dataclasses.replace(row, memory_gb=system.memory_gb), 1, "catalog", family
+        )
+        if c is not None:
+            _as_mac(c, system.key)
+            c.whole = True
+            out.append(c)
+    return out
 
 
 def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:
@@ -457,8 +482,9 @@ def _estimate(
         cores=c.cores,
         nodes=c.nodes,
         seconds=3600.0,
-        # a GPU no cloud rents is stood in for by one the engine runs on
-        stand_in_vendors=ENGINE_HARDWARE.get(req.engine),
+        # a GPU no cloud rents is stood in for by one the engine runs on; a Mac by none (no
+        # cloud GPU holds its unified memory)
+        stand_in_vendors=() if c.memory.kind == "unified" else ENGINE_HARDWARE.get(req.engine),
     )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
@@ -503,6 +529,7 @@ def _estimate(
         hourly_cost=costs.hourly,
         rent_as=costs.rent_as,
         rented_stand_in=costs.rented_stand_in,
+        bought_whole=c.whole,
         cost_per_million_tokens_rented=rented,
         cost_per_million_tokens_owned=owned,
         price_date=costs.date,
@@ -603,6 +630,11 @@ def serve_advice(
             estimates.append(estimate)
             if estimate.meets_target:
                 break  # more of this GPU only costs more: the fewest that serve it
+    if engine_runs_on(request.engine, "apple"):
+        estimates += [
+            _estimate(c, geom, quant, request, prices)
+            for c in _mac_options(prices, catalog, family)
+        ]
     here = next((e for e in estimates if e.origin == "this machine" and e.gpus), None) or next(
         (e for e in estimates if e.origin == "this machine"), None
     )

@@ -52,6 +52,8 @@ class InferenceEstimate(StrictModel):
     rent_as: str | None = None
     rented_stand_in: bool = False
     """``rent_as`` is another GPU, as fast: no cloud rents this one."""
+    bought_whole: bool = False
+    """``purchase_cost`` is a whole computer's (a Mac), not cards with a host around them."""
     cost_per_million_tokens_rented: float | None = None
     cost_per_million_tokens_owned: float | None = None
     """Electricity only, at the price per kWh used."""

@@ -63,7 +63,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     if r is not None:
         buy = (
             f"{_money(r.purchase_cost, a.currency)} to buy"
-            + (" with a computer to hold it" if r.gpus else "")
+            + (" with a computer to hold it" if r.gpus and not r.bought_whole else "")
             if r.purchase_cost is not None
             else "no purchase price in the catalog"
         )
