@@ -144,3 +144,25 @@ def test_a_local_model_file_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(argv) == 0
     assert main(["advise", "-p", str(H200), "--serve", str(config), "--json", "-"]) == 0
     assert calls == [config, config]
+
+
+def test_the_serving_page_takes_the_users_prices(tmp_path: Path) -> None:
+    """report --serve --prices FILE: the page's prices are the file's; without --serve the
+    option is one line, exit 2 (a saved profile's advice keeps its own prices)."""
+    from hwadvisor.cli import main
+
+    prices = tmp_path / "eur.toml"
+    prices.write_text(
+        'currency = "EUR"\n[[card]]\ngpu = "GeForce RTX 4090"\nprice = 1900.0\n'
+        'source = "a shop"\ndate = "2026-10"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    code = main(["report", str(H200), "--serve", "llama3-8b-chat", "--prices", str(prices),
+                 "--format", "html", "-o", str(out)])  # fmt: skip
+    assert code == 0
+    (page,) = out.glob("*.html")
+    text = page.read_text(encoding="utf-8")
+    # the file stands alone: its one card and no built-in row (no Mac, no host for the card)
+    assert "GeForce RTX 4090" in text and "Mac mini" not in text and "Arc B580" not in text
+    assert main(["report", str(H200), "--prices", str(prices), "-o", str(out)]) == 2

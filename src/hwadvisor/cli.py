@@ -1086,6 +1086,8 @@ def report(
     target_tok_s: TargetTokOpt = None,
     prompt_tokens: PromptTokensOpt = None,
     kv_cache: KvCacheOpt = None,
+    prices: PricesOpt = None,
+    kwh_price: KwhOpt = None,
 ) -> None:
     """Write a saved profile's report again, as HTML and PDF.
 
@@ -1113,12 +1115,20 @@ def report(
         checked = check_request(request)
     else:
         refuse_serve_options(given)
+        if prices is not None or kwh_price is not None:
+            raise UsageError(
+                "--prices and --kwh-price price the serving page: give --serve MODEL too "
+                "(a saved profile's own advice keeps the prices it was made with)"
+            )
     text = read_text_file(source)
     profile = parse_profile(text, str(source))
     serving = None
     stem = source.stem
     if request is not None:
-        serving = serve_advice(profile, request, checked=checked)
+        from hwadvisor.advise.pricing import builtin_prices, load_prices
+
+        priced = (load_prices(prices) if prices else builtin_prices()).with_kwh(kwh_price)
+        serving = serve_advice(profile, request, priced, checked=checked)
         stem = f"{source.stem}-serve-{_slug(serving.model)}"
     written = write_reports(
         profile,
