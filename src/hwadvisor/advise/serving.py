@@ -384,6 +384,11 @@ def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Can
     return c
 
 
+def _short(hardware: str) -> str:
+    """This machine's part as the note names it: its GPU, or its CPU without the RAM."""
+    return hardware.removeprefix("this machine: ").split(" (")[0]
+
+
 def _as_mac(c: _Candidate, label: str) -> None:
     """``c`` as a Mac: unified memory (Metal's working-set limit) and the unified-memory
     efficiency."""
@@ -670,7 +675,9 @@ def serve_advice(
             "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
             "machine beside the assumed hardware)"
             if profile is None
-            else f"not sized: {runs_on_words(request.engine)}, and this machine has none"
+            else f"not sized: {runs_on_words(request.engine)} (this machine: "
+            + ", ".join(_short(c.hardware) for c in cannot)
+            + ")"
             if cannot
             else "not sized: its profile has no trusted measurement of its memory bandwidth "
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
