@@ -17,6 +17,8 @@ CHIPS = [
     for tier in ("", " Pro", " Max", " Ultra")
     if f"{generation}{tier}" != "M4 Ultra"
 ]
+#: Binned parts the price catalog sells (the standard Mac Studios), named with their core count.
+BINNED = ["Apple M3 Ultra (60-core GPU)", "Apple M4 Max (32-core GPU)"]
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +44,21 @@ def _bandwidth(row: GpuPeak) -> float:
 
 
 def test_every_chip_has_a_row() -> None:
-    assert sorted(row.name for row in APPLE) == sorted(CHIPS)
+    assert sorted(row.name for row in APPLE) == sorted(CHIPS + BINNED)
+
+
+@pytest.mark.parametrize("binned", BINNED)
+def test_a_binned_part_is_found_by_its_core_count_and_the_plain_name_keeps_the_full_chip(
+    binned: str,
+) -> None:
+    full = binned.split(" (")[0]
+    part, chip = find_gpu_peak(binned), find_gpu_peak(full)
+    assert part is not None and chip is not None
+    assert part.name == binned and chip.name == full
+    assert part.fp32_tflops is not None and chip.fp32_tflops is not None
+    assert part.fp32_tflops < chip.fp32_tflops
+    assert part.bandwidth_gbs is not None and chip.bandwidth_gbs is not None
+    assert part.bandwidth_gbs <= chip.bandwidth_gbs
 
 
 @pytest.mark.parametrize("row", APPLE, ids=[row.name for row in APPLE])
