@@ -362,7 +362,10 @@ def test_the_tensor_column_falls_back_to_fp16_then_to_nothing() -> None:
         ),
         ("sxm4", ["A100 SXM4 80GB", "A100 40GB", "A800 SXM4 80GB"]),
         ("MI300", ["AMD Instinct MI300X", "AMD Instinct MI300A"]),
-        ("apple ultra", ["Apple M1 Ultra", "Apple M2 Ultra", "Apple M3 Ultra"]),
+        (
+            "apple ultra",
+            ["Apple M1 Ultra", "Apple M2 Ultra", "Apple M3 Ultra", "Apple M3 Ultra (60-core GPU)"],
+        ),
         ("no such card", []),
     ],
 )
