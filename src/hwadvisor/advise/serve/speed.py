@@ -62,6 +62,7 @@ def base_kind(kind: str) -> str:
     return kind.split("-", 1)[0]
 
 
+@lru_cache(maxsize=64)
 def kind_chain(kind: str) -> tuple[str, ...]:
     """``kind`` and each coarser kind it refines, most specific first
     (``gpu-intel-alchemist``, ``gpu-intel``, ``gpu``)."""
@@ -151,15 +152,17 @@ class Rules:
         # the device kind before the quant family: a quantization measured only on GPUs says
         # less of a CPU than the CPU's rows in other quantizations do; a refined kind before
         # the kinds it refines
-        kinds = [(f"{family}/{quant_family}/{k}", f"{family}/*/{k}") for k in kind_chain(kind)]
-        for key in (
-            *(key for pair in kinds for key in pair),
-            f"{family}/{quant_family}",
-            f"{family}",
-        ):
+        for key in _lookup_keys(family, quant_family, kind):
             if key in table:
                 return table[key]
         return table.get("*", PRIOR_DECODE if phase == "decode" else PRIOR_PREFILL)
+
+
+@lru_cache(maxsize=512)
+def _lookup_keys(family: str, quant_family: str, kind: str) -> tuple[str, ...]:
+    """The keys an efficiency is looked up by, most specific first."""
+    pairs = [(f"{family}/{quant_family}/{k}", f"{family}/*/{k}") for k in kind_chain(kind)]
+    return (*(key for pair in pairs for key in pair), f"{family}/{quant_family}", family)
 
 
 def rules_from_data(data: dict[str, Any]) -> Rules:
