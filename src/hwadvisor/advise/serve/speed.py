@@ -130,7 +130,7 @@ class Rules:
     """Fixed time per decode step, per engine family (sampling, kernel launches, the server)."""
     moe: dict[str, float] = field(default_factory=dict)
     """A MoE's decode efficiency relative to a dense model's, per engine family (routing,
-    more and smaller kernels)."""
+    more and smaller kernels); ``*`` for a family with no MoE run, fitted on every family's."""
     host_s: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Eager engines (transformers): the host's time per forward pass, ``fixed + per_layer x
     layers`` seconds, per ``family/kind``. On a GPU the host launches kernels while the GPU
@@ -282,7 +282,7 @@ def estimate_speed(
     eff_d = rules.efficiency("decode", family, quant.family, device.kind)
     eff_p = rules.efficiency("prefill", family, quant.family, device.kind)
     if geom.moe:
-        eff_d *= rules.moe.get(family, 1.0)
+        eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
     overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
     host = rules.host_time(family, device.kind, geom.layers)
     if host is not None:
