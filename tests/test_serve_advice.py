@@ -589,3 +589,34 @@ def test_advise_serve_uses_the_users_electricity_price(capsys: pytest.CaptureFix
         owned[kwh] = card["cost_per_million_tokens_owned"]
         assert doc["kwh_price"] == float(kwh)
     assert owned["0.4"] == pytest.approx(4 * owned["0.1"])
+
+
+def test_tensorrt_llm_fp8_is_never_sized_or_rented_on_a_gpu_before_ada(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """TensorRT-LLM runs FP8 from compute capability 8.9 (Ada, Hopper, Blackwell); vLLM runs an
+    FP8 checkpoint on Ampere too (weight-only)."""
+    from hwadvisor.advise.serving import build_request
+    from hwadvisor.catalog.peaks import find_gpu_peak
+
+    answer = serve_advice(
+        load_profile(PROFILE), build_request("llama-3.1-8b", engine="tensorrt-llm", quant="fp8")
+    )
+    assert answer.this_machine is None  # an RTX 3080 (8.6)
+    assert answer.this_machine_note and "compute capability 8.9" in answer.this_machine_note
+    catalog = [e for e in answer.estimates if e.origin == "catalog"]
+    assert catalog
+    for e in catalog:
+        peak = find_gpu_peak(e.hardware.split("× ")[-1].split(" machines of ")[-1])
+        assert peak is not None and peak.target is not None
+        assert float(peak.target) >= 8.9, e.hardware
+        if e.rented_stand_in and e.rent_as:
+            stand_in = find_gpu_peak(e.rent_as.split("1x ")[-1].split(" (")[0])
+            assert stand_in is None or float(stand_in.target or 9) >= 8.9, e.rent_as
+    code = main(["advise", "--serve", "llama-3.1-8b", "--engine", "tensorrt-llm",
+                 "--quant", "fp8", "--assume-gpu", "RTX 3090"])  # fmt: skip
+    assert code == 2
+    assert "compute capability 8.9" in capsys.readouterr().err
+    vllm = serve_advice(None, build_request("llama-3.1-8b", engine="vllm", quant="fp8",
+                                            assume_gpu=("RTX 3090",)))  # fmt: skip
+    assert any(e.origin == "assumed" and e.decode_tok_s for e in vllm.estimates)

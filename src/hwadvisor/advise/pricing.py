@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -360,22 +361,16 @@ def _tensor(name: str | None) -> tuple[float, float]:
     return tensor, peak.memory_gb or 0.0
 
 
-@lru_cache(maxsize=1024)
-def _vendor(name: str | None) -> str:
-    peak = find_gpu_peak(name or "")
-    return (peak.vendor or "").lower() if peak is not None else ""
-
-
 def _instance(
     prices: Prices,
     gpu: str | None,
     gpus: int,
     cores: int | None,
-    vendors: tuple[str, ...] | None = None,
+    stand_in_ok: Callable[[str], bool] | None = None,
 ) -> tuple[Row | None, bool]:
     """The cheapest instance with this GPU and that many of them (or more); else the cheapest
-    with as many GPUs that are as fast and as large (an equivalent, said so), of ``vendors``
-    where given (an engine that runs on those makers' GPUs only)."""
+    with as many GPUs that are as fast and as large (an equivalent, said so), among the GPUs
+    ``stand_in_ok`` accepts where given (those the engine and format run on)."""
     if gpu is None:
         need = 2 * (cores or 8)
         cpus = [i for i in prices.instances if not i.gpu and (i.vcpus or 0) >= need]
@@ -394,7 +389,7 @@ def _instance(
         and i.gpus == gpus
         and _tensor(i.gpu)[0] >= EQUIVALENT_PEAK_SHARE * tensor
         and _tensor(i.gpu)[1] >= memory
-        and (vendors is None or _vendor(i.gpu) in vendors)
+        and (stand_in_ok is None or stand_in_ok(i.gpu))
     ]
     return min(alike, key=lambda i: i.price, default=None), bool(alike)
 
@@ -408,7 +403,7 @@ def option_costs(
     nodes: int = 1,
     seconds: float | None,
     names: tuple[str, ...] = (),
-    stand_in_vendors: tuple[str, ...] | None = None,
+    stand_in_ok: Callable[[str], bool] | None = None,
 ) -> Costs:
     """The costs of ``nodes`` machines of ``gpus`` × ``gpu`` (or a CPU of ``cores``) for one
     run of ``seconds``. ``names`` are the option's title and role, for the earlier format's
@@ -447,7 +442,7 @@ def option_costs(
             # The cards' board power; the host's where the catalog gives it.
             host_watts = host.watts if host is not None and host.watts else 0.0
             out.watts = (card.watts * gpus + host_watts) * nodes
-    instance, equivalent = _instance(prices, gpu, gpus, cores, stand_in_vendors)
+    instance, equivalent = _instance(prices, gpu, gpus, cores, stand_in_ok)
     if instance is not None:
         out.hourly = instance.price * nodes
         count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"

@@ -12,8 +12,10 @@ gives every user the target speed; the recommendation is that class's cheapest o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +151,8 @@ class _Candidate:
     cores, None where unknown (then every engine is taken to run on it)."""
     whole: bool = False
     """Bought as a whole computer (a Mac), not cards with a host around them."""
+    target: str | None = None
+    """The GPU's compute capability (NVIDIA) or gfx target (AMD), where known."""
 
 
 #: The hardware each engine runs on, by GPU maker (``cpu``: a computer's cores): MLX is Apple's;
@@ -168,6 +172,36 @@ def engine_runs_on(engine: str, vendor: str | None) -> bool:
     """Whether ``engine`` runs on hardware of ``vendor`` (unknown: yes)."""
     makers = ENGINE_HARDWARE.get(engine)
     return makers is None or vendor is None or vendor.lower() in makers
+
+
+#: TensorRT-LLM runs FP8 on NVIDIA's Ada, Hopper and Blackwell GPUs only (compute capability 8.9
+#: on); vLLM and SGLang run an FP8 checkpoint on older GPUs too, as weight-only FP8 (Marlin).
+FP8_MIN_CAPABILITY = {"tensorrt-llm": 8.9}
+
+
+def format_runs_on(engine: str, quant_family: str, target: str | None) -> bool:
+    """Whether ``engine`` runs a ``quant_family`` format on a GPU of compute capability
+    ``target`` (unknown: yes)."""
+    need = FP8_MIN_CAPABILITY.get(engine) if quant_family == "fp8" else None
+    if need is None or not target:
+        return True
+    try:
+        return float(target) >= need
+    except ValueError:
+        return True
+
+
+def _fp8_words(engine: str) -> str:
+    return f"{engine} runs FP8 on GPUs of compute capability {FP8_MIN_CAPABILITY[engine]:g} on only"
+
+
+@lru_cache(maxsize=1024)
+def _stand_in_ok(engine: str, quant_family: str, gpu: str) -> bool:
+    """Whether a cloud GPU may stand in for one no cloud rents under ``engine`` and format."""
+    peak = find_gpu_peak(gpu)
+    if peak is None:
+        return False
+    return engine_runs_on(engine, peak.vendor) and format_runs_on(engine, quant_family, peak.target)
 
 
 def runs_on_words(engine: str) -> str:
@@ -312,6 +346,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     ),
                     price_gpu=row.name if row else None,
                     vendor=(row.vendor or None) if row else None,
+                    target=row.target if row else None,
                 )
             )
     ram = profile.memory.total_bytes.value
@@ -444,6 +479,7 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
         price_gpu=row.name,
         nodes=nodes,
         vendor=row.vendor or None,
+        target=row.target,
     )
 
 
@@ -487,9 +523,11 @@ def _estimate(
         cores=c.cores,
         nodes=c.nodes,
         seconds=3600.0,
-        # a GPU no cloud rents is stood in for by one the engine runs on; a Mac by none (no
-        # cloud GPU holds its unified memory)
-        stand_in_vendors=() if c.memory.kind == "unified" else ENGINE_HARDWARE.get(req.engine),
+        # a GPU no cloud rents is stood in for by one the engine runs the format on; a Mac by
+        # none (no cloud GPU holds its unified memory)
+        stand_in_ok=(lambda gpu: False)
+        if c.memory.kind == "unified"
+        else functools.partial(_stand_in_ok, req.engine, getattr(quant, "family", "float")),
     )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
@@ -598,7 +636,12 @@ def serve_advice(
     family = getattr(quant, "family", "float")
     candidates = machine_options(profile) if profile is not None else []
     # this machine's parts the engine cannot run on are left out, and said
-    cannot = [c for c in candidates if not engine_runs_on(request.engine, c.vendor)]
+    cannot = [
+        c
+        for c in candidates
+        if not engine_runs_on(request.engine, c.vendor)
+        or not format_runs_on(request.engine, family, c.target)
+    ]
     candidates = [c for c in candidates if c not in cannot]
     for name in request.assume_gpu:
         row = find_gpu_peak(name, None, fallback=False)
@@ -608,6 +651,11 @@ def serve_advice(
             raise UsageError(
                 f"--assume-gpu {name!r}: {runs_on_words(request.engine)} "
                 "(--engine llama.cpp runs on every GPU)"
+            )
+        if not format_runs_on(request.engine, family, row.target):
+            raise UsageError(
+                f"--assume-gpu {name!r}: {_fp8_words(request.engine)} "
+                f"(this is {row.target}; --engine vllm runs FP8 weights on it)"
             )
         candidates.append(_assumed_candidate(name, row, request.gpus, family))
     estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
@@ -620,6 +668,8 @@ def serve_advice(
     for name in sorted(priced):
         row = catalog.get(name)
         if row is None or not engine_runs_on(request.engine, row.vendor):
+            continue
+        if not format_runs_on(request.engine, family, row.target):
             continue
         for count in (1, 2, 4, 8, 16, 32, 64):
             if count > _MAX_PER_MACHINE * _MAX_MACHINES:
@@ -675,7 +725,13 @@ def serve_advice(
             "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
             "machine beside the assumed hardware)"
             if profile is None
-            else f"not sized: {runs_on_words(request.engine)} (this machine: "
+            else "not sized: "
+            + (
+                runs_on_words(request.engine)
+                if any(not engine_runs_on(request.engine, c.vendor) for c in cannot)
+                else _fp8_words(request.engine)
+            )
+            + " (this machine: "
             + ", ".join(_short(c.hardware) for c in cannot)
             + ")"
             if cannot
