@@ -12,10 +12,9 @@ gives every user the target speed; the recommendation is that class's cheapest o
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -419,9 +418,16 @@ def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Can
     return c
 
 
-def _short(hardware: str) -> str:
-    """This machine's part as the note names it: its GPU, or its CPU without the RAM."""
-    return hardware.removeprefix("this machine: ").split(" (")[0]
+def _cannot_run_note(engine: str, cannot: list[_Candidate]) -> str:
+    """Why this machine is not sized: the engine (or its FP8) does not run on its parts."""
+    need = (
+        runs_on_words(engine)
+        if any(not engine_runs_on(engine, c.vendor) for c in cannot)
+        else _fp8_words(engine)
+    )
+    # a part as the note names it: its GPU, or its CPU without the RAM
+    parts = ", ".join(c.hardware.removeprefix("this machine: ").split(" (")[0] for c in cannot)
+    return f"not sized: {need} (this machine: {parts})"
 
 
 def _as_mac(c: _Candidate, label: str) -> None:
@@ -527,7 +533,7 @@ def _estimate(
         # none (no cloud GPU holds its unified memory)
         stand_in_ok=(lambda gpu: False)
         if c.memory.kind == "unified"
-        else functools.partial(_stand_in_ok, req.engine, getattr(quant, "family", "float")),
+        else partial(_stand_in_ok, req.engine, getattr(quant, "family", "float")),
     )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
@@ -725,15 +731,7 @@ def serve_advice(
             "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
             "machine beside the assumed hardware)"
             if profile is None
-            else "not sized: "
-            + (
-                runs_on_words(request.engine)
-                if any(not engine_runs_on(request.engine, c.vendor) for c in cannot)
-                else _fp8_words(request.engine)
-            )
-            + " (this machine: "
-            + ", ".join(_short(c.hardware) for c in cannot)
-            + ")"
+            else _cannot_run_note(request.engine, cannot)
             if cannot
             else "not sized: its profile has no trusted measurement of its memory bandwidth "
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"

@@ -306,18 +306,11 @@ def rank_serve(
             )
             if profile is None:
                 row.reasons = [unreadable]
-            elif (
-                e is None
-                and answer is not None
-                and answer.this_machine_note
-                and (" runs on " in answer.this_machine_note)
-            ):
-                row.reasons = [answer.this_machine_note.replace("not sized: ", "no estimate: ")]
             elif e is None:
-                row.reasons = [
-                    "no estimate: the scan has neither a GPU the catalog knows nor measured "
-                    "memory bandwidth (run `hwadvisor scan` with benchmarks)"
-                ]
+                # the answer's own words for why this machine was not sized (an engine that
+                # does not run on it, no trusted bandwidth)
+                note = (answer.this_machine_note if answer else None) or "not sized"
+                row.reasons = [note.replace("not sized", "no estimate", 1)]
             else:
                 cls, verdict = _serve_verdict(e, request.users)
                 row.hardware = e.hardware.removeprefix("this machine: ")

@@ -83,7 +83,8 @@ class InferenceAdvice(StrictModel):
     recommendation: InferenceEstimate | None = None
     """The cheapest option of the scenario's class to buy (the rental where none has a price)."""
     cheapest_to_rent: InferenceEstimate | None = None
-    """The option of the scenario's class that serves it at the lowest hourly price."""
+    """The option that serves it at the lowest hourly price, of any class (one rents by the
+    hour; a stand-in rental of a GPU no cloud offers is not one)."""
     estimates: list[InferenceEstimate] = Field(default_factory=list)
     currency: str | None = None
     kwh_price: float | None = None
