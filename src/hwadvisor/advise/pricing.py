@@ -15,7 +15,7 @@ import datetime
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated
 
@@ -199,6 +199,45 @@ class Prices:
     date: str = ""
     """A user file's ``date`` (the earlier format), else empty."""
 
+    def instances_of(self, gpu: str) -> tuple[Row, ...]:
+        """The instances with ``gpu`` (an index built once per book: a sweep asks thousands
+        of times)."""
+        return self._by_gpu.get(gpu, ())
+
+    def as_fast_as(self, gpu: str, gpus: int) -> tuple[Row, ...]:
+        """The instances of ``gpus`` GPUs each with at least EQUIVALENT_PEAK_SHARE of
+        ``gpu``'s tensor peak and at least its memory (kept per book)."""
+        key = (gpu, gpus)
+        if key not in self._alike:
+            tensor, memory = _tensor(gpu)
+            self._alike[key] = tuple(
+                i
+                for i in self._by_count.get(gpus, ())
+                if i.gpu
+                and _tensor(i.gpu)[0] >= EQUIVALENT_PEAK_SHARE * tensor
+                and _tensor(i.gpu)[1] >= memory
+            )
+        return self._alike[key]
+
+    @cached_property
+    def _alike(self) -> dict[tuple[str, int], tuple[Row, ...]]:
+        return {}
+
+    @cached_property
+    def _by_gpu(self) -> dict[str, tuple[Row, ...]]:
+        out: dict[str, list[Row]] = {}
+        for i in self.instances:
+            if i.gpu:
+                out.setdefault(i.gpu, []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _by_count(self) -> dict[int, tuple[Row, ...]]:
+        out: dict[int, list[Row]] = {}
+        for i in self.instances:
+            out.setdefault(i.gpus, []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
     def with_kwh(self, kwh_price: float | None) -> Prices:
         if kwh_price is None:
             return self
@@ -267,8 +306,10 @@ def _builtin_file() -> _PricesFile:
     )
 
 
+@lru_cache(maxsize=1)
 def builtin_prices() -> Prices:
-    """The built-in price catalog alone."""
+    """The built-in price catalog alone (one book per process: ``Prices`` is not changed in
+    place, ``with_kwh`` makes a new one)."""
     return _book([(_builtin_file(), "built-in price catalog")])
 
 
@@ -375,21 +416,15 @@ def _instance(
         need = 2 * (cores or 8)
         cpus = [i for i in prices.instances if not i.gpu and (i.vcpus or 0) >= need]
         return min(cpus, key=lambda i: (i.price, i.vcpus or 0), default=None), False
-    exact = [i for i in prices.instances if i.gpu == gpu and i.gpus == gpus]
+    of_gpu = prices.instances_of(gpu)
+    exact = [i for i in of_gpu if i.gpus == gpus]
     if exact:
         return min(exact, key=lambda i: i.price), False
-    larger = [i for i in prices.instances if i.gpu == gpu and i.gpus > gpus]
+    larger = [i for i in of_gpu if i.gpus > gpus]
     if larger:
         return min(larger, key=lambda i: (i.gpus, i.price)), False
-    tensor, memory = _tensor(gpu)
     alike = [
-        i
-        for i in prices.instances
-        if i.gpu
-        and i.gpus == gpus
-        and _tensor(i.gpu)[0] >= EQUIVALENT_PEAK_SHARE * tensor
-        and _tensor(i.gpu)[1] >= memory
-        and (stand_in_ok is None or stand_in_ok(i.gpu))
+        i for i in prices.as_fast_as(gpu, gpus) if stand_in_ok is None or stand_in_ok(i.gpu or "")
     ]
     return min(alike, key=lambda i: i.price, default=None), bool(alike)
 
