@@ -23,6 +23,10 @@ from hwadvisor.advise.serve.calib import (
     load_calibration,
     memory_cases,
     predict,
+    predict_serving,
+    serving_estimate,
+    serving_one_out,
+    serving_rows,
     speed_rows,
 )
 from hwadvisor.advise.serve.memory import GiB
@@ -32,12 +36,14 @@ def main() -> None:
     data = load_calibration()
     rows = speed_rows(data)
     served = [r for r in rows if r.family not in HOST_FAMILIES]
+    batched = serving_rows(data)
     eager = [r for r in rows if r.family in HOST_FAMILIES]
     print(f"{len(rows)} speed rows from {len({r.group for r in rows})} sources")
     print(f"served engines: {len(served)} rows from {len({r.group for r in served})} sources")
     for phase in ("decode", "prefill"):
-        _line(phase, "in sample", in_sample(served, phase))
-        _line(phase, "leave one source out", leave_one_source_out(served, phase))
+        _line(phase, "in sample", in_sample(served, phase, batched))
+        _line(phase, "leave one source out", leave_one_source_out(served, phase, batched))
+    _serving(rows, batched)
     print(f"eager reference runs: {len(eager)} rows from {len({r.group for r in eager})} machines")
     rules = fit_rules(rows)
     for phase in ("decode", "prefill"):
@@ -55,6 +61,23 @@ def _one_out(rows: list[Any], scored: list[Any], phase: str) -> list[float]:
         if (ratio := predict(row, rules, phase)) is not None:
             out.append(ratio)
     return out
+
+
+def _serving(rows: list[Any], batched: list[Any]) -> None:
+    """Batched serving (output tokens/s of a benchmark at a concurrency): as the model stood
+    before these runs (decode alone, no time per sequence or all-reduce), in sample, and each
+    source predicted with the batching times fitted without it."""
+    groups = len({r.group for r in batched})
+    print(f"batched serving: {len(batched)} runs from {groups} sources (output tokens/s)")
+    base = fit_rules(rows)  # no batching times: a step as at batch 1
+    before = []
+    for run in batched:
+        est = serving_estimate(run, base)
+        before.append(run.output_tok_s / (est.users * est.per_user_tok_s))
+    _line("serving", "decode alone (before)", before)
+    rules = fit_rules(rows, serving=batched)
+    _line("serving", "in sample", [predict_serving(r, rules) for r in batched])
+    _line("serving", "leave one source out", serving_one_out(rows, batched))
 
 
 def _line(phase: str, label: str, ratios: list[float]) -> None:

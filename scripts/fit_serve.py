@@ -24,6 +24,7 @@ from hwadvisor.advise.serve.calib import (
     fit_rules,
     leave_one_source_out,
     load_calibration,
+    serving_rows,
     speed_rows,
     spread_from,
 )
@@ -33,21 +34,25 @@ OUT = ROOT / "src" / "hwadvisor" / "catalog" / "serve_model.toml"
 
 
 def render() -> str:
-    rows = speed_rows(load_calibration())
+    data = load_calibration()
+    rows = speed_rows(data)
+    serving = serving_rows(data)
     # The range around an estimate comes from the engines people serve with; the eager rows
     # (this project's reference runs) fit the host's time and are scored on their own
     # (benchmarks/inference_accuracy.py).
     served = [row for row in rows if row.family not in HOST_FAMILIES]
     spread = spread_from(
-        leave_one_source_out(served, "decode"), leave_one_source_out(served, "prefill")
+        leave_one_source_out(served, "decode", serving),
+        leave_one_source_out(served, "prefill", serving),
     )
-    rules = fit_rules(rows, spread)
+    rules = fit_rules(rows, spread, serving)
     groups = len({row.group for row in rows})
     lines = [
         "# Efficiencies of the serving model (advise/serve/speed.py): measured / ideal, where the",
         "# ideal is bandwidth / bytes per token (decode) and FLOPs / FLOPs per token (prefill).",
         f"# Written by scripts/fit_serve.py from {len(rows)} rows of serve_calibration.toml",
-        f"# ({groups} sources). Keys, looked up in this order: family/quant family/kind,",
+        f"# ({groups} sources) and its {len(serving)} batched serving runs. Keys, looked up in",
+        "# this order: family/quant family/kind,",
         "# family/*/kind, family/quant family, family; '*' is the prior.",
         "# Do not edit by hand: change the calibration and rerun the script.",
         "",
@@ -66,6 +71,16 @@ def render() -> str:
     lines.append("# eager engines: the host's time per forward pass, [fixed, per layer] seconds")
     for key, (fixed, per_layer) in rules.host_s.items():
         lines.append(f'"{key}" = [{fixed}, {per_layer}]')
+    lines.append("")
+    lines.append("[per_sequence_s]")
+    lines.append("# a batched decode step's time per sequence beyond the first, per family")
+    for key, value in rules.per_sequence_s.items():
+        lines.append(f'"{key}" = {value}')
+    lines.append("")
+    lines.append("[allreduce_s]")
+    lines.append("# one tensor-parallel all-reduce's latency (two a layer), per family")
+    for key, value in rules.allreduce_s.items():
+        lines.append(f'"{key}" = {value}')
     lines.append("")
     lines.append("[prefill_flops_max]")
     lines.append(

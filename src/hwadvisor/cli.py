@@ -38,6 +38,7 @@ from hwadvisor.cliopts import (
     PromptTokensOpt,
     QuantOpt,
     QuietOpt,
+    ReplyTokensOpt,
     TargetTokOpt,
     TorchPythonOpt,
     UsersOpt,
@@ -759,6 +760,7 @@ def advise(
     users: UsersOpt = None,
     target_tok_s: TargetTokOpt = None,
     prompt_tokens: PromptTokensOpt = None,
+    reply_tokens: ReplyTokensOpt = None,
     kv_cache: KvCacheOpt = None,
     json_out: Annotated[
         Optional[str],
@@ -787,6 +789,7 @@ def advise(
         users=users,
         target_tok_s=target_tok_s,
         prompt_tokens=prompt_tokens,
+        reply_tokens=reply_tokens,
         kv_cache=kv_cache,
     )
     if serve is not None:
@@ -1085,6 +1088,7 @@ def report(
     users: UsersOpt = None,
     target_tok_s: TargetTokOpt = None,
     prompt_tokens: PromptTokensOpt = None,
+    reply_tokens: ReplyTokensOpt = None,
     kv_cache: KvCacheOpt = None,
     prices: PricesOpt = None,
     kwh_price: KwhOpt = None,
@@ -1104,6 +1108,7 @@ def report(
         users=users,
         target_tok_s=target_tok_s,
         prompt_tokens=prompt_tokens,
+        reply_tokens=reply_tokens,
         kv_cache=kv_cache,
     )
     chosen = parse_formats(formats)

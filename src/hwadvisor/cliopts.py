@@ -194,6 +194,14 @@ PromptTokensOpt = Annotated[
         help="With --serve: prompt length for the time to first token (512).",
     ),
 ]
+ReplyTokensOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--reply-tokens",
+        metavar="N",
+        help="With --serve: reply length; the throughput counts each prompt against it (256).",
+    ),
+]
 KvCacheOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
@@ -235,6 +243,7 @@ __all__ = [
     "PromptTokensOpt",
     "QuantOpt",
     "QuietOpt",
+    "ReplyTokensOpt",
     "TargetTokOpt",
     "UsersOpt",
     "VocabOpt",

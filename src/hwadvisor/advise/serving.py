@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
-from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind
+from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind, peak_flops
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog, memory_in_name
 from hwadvisor.errors import UsageError
@@ -81,6 +81,8 @@ class ServeRequest:
     users: int = 1
     target_tok_s: float = 10.0
     prompt_tokens: int = 512
+    reply_tokens: int = 256
+    """A reply's length: the throughput counts each request's prompt against it."""
     kv_cache: str = "f16"
     assume_gpu: tuple[str, ...] = ()
     gpus: int = 1
@@ -122,16 +124,6 @@ def model_geometry(model: str, engine: str = "llama.cpp") -> tuple[LlmGeometry, 
 def default_quant(engine: str) -> str:
     """The quantization an engine runs when none is named."""
     return "Q4_K_M" if engine in ("llama.cpp", "ollama") else "bf16"
-
-
-def _flops_peak(row: GpuPeak, family: str) -> float | None:
-    tflops = (
-        (row.fp8_tflops if family in ("fp8", "fp4") and row.fp8_tflops else None)
-        or row.fp16_tflops
-        or row.bf16_tflops
-        or row.fp32_tflops
-    )
-    return tflops * 1e12 if tflops else None
 
 
 @dataclass
@@ -265,12 +257,10 @@ def gpu_figures(
     """A GPU's (bandwidth B/s, FLOP/s, how) for the serving model: its measured copy and matmul
     as peak equivalents where measured, else the catalog's peaks."""
     peak_bw = row.bandwidth_gbs * 1e9 if row and row.bandwidth_gbs else None
-    peak_flops = _flops_peak(row, "float") if row is not None else None
+    peak_fl = peak_flops(row, "float") if row is not None else None
     bandwidth = peak_equivalent(copy_gbs * 1e9, COPY_SHARE, peak_bw) if copy_gbs else peak_bw
     flops = (
-        peak_equivalent(matmul_gflops * 1e9, MATMUL_SHARE, peak_flops)
-        if matmul_gflops
-        else peak_flops
+        peak_equivalent(matmul_gflops * 1e9, MATMUL_SHARE, peak_fl) if matmul_gflops else peak_fl
     )
     note = (
         f"measured copy {copy_gbs:,.0f} GB/s ÷ {COPY_SHARE}: a healthy GPU's copy reaches "
@@ -457,7 +447,7 @@ def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> li
 
 
 def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:
-    flops = _flops_peak(row, family)
+    flops = peak_flops(row, family)
     if not (row.memory_gb and row.bandwidth_gbs and flops):
         return None
     nodes = max(1, math.ceil(count / _MAX_PER_MACHINE))
@@ -513,6 +503,7 @@ def _estimate(
         device=c.speed,
         users=req.users,
         prompt_tokens=req.prompt_tokens,
+        reply_tokens=req.reply_tokens,
         target_tok_s=req.target_tok_s,
     )
     per_user = speed.per_user_tok_s
@@ -602,6 +593,7 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
         ("--context", request.context),
         ("--users", request.users),
         ("--prompt-tokens", request.prompt_tokens),
+        ("--reply-tokens", request.reply_tokens),
     ):
         if value < 1:
             raise UsageError(f"{name} must be at least 1, got {value}")
@@ -764,6 +756,7 @@ def serve_advice(
         users=request.users,
         target_tok_s=request.target_tok_s,
         prompt_tokens=request.prompt_tokens,
+        reply_tokens=request.reply_tokens,
         kv_cache=request.kv_cache,
         scenario_class=scenario,
         this_machine=here,

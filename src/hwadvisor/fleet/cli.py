@@ -22,6 +22,7 @@ from hwadvisor.cliopts import (
     PromptTokensOpt,
     QuantOpt,
     QuietOpt,
+    ReplyTokensOpt,
     TargetTokOpt,
     UsersOpt,
     refuse_serve_options,
@@ -688,6 +689,7 @@ def advise(
     users: UsersOpt = None,
     target_tok_s: TargetTokOpt = None,
     prompt_tokens: PromptTokensOpt = None,
+    reply_tokens: ReplyTokensOpt = None,
     kv_cache: KvCacheOpt = None,
 ) -> None:
     """Rank the machines by how well they serve a workload, or a model (--serve).
@@ -704,6 +706,7 @@ def advise(
         users=users,
         target_tok_s=target_tok_s,
         prompt_tokens=prompt_tokens,
+        reply_tokens=reply_tokens,
         kv_cache=kv_cache,
     )
     if serve is not None:

@@ -74,6 +74,9 @@ class InferenceAdvice(StrictModel):
     users: int
     target_tok_s: float
     prompt_tokens: int
+    reply_tokens: int = 256
+    """The reply length each estimate's ``throughput_tok_s`` is counted at: replies' tokens
+    per second, each request's prompt computed too."""
     kv_cache: str
     scenario_class: int | None = None
     """The smallest class with an option that holds the model and meets the target."""

@@ -163,7 +163,8 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
 def footnote(a: InferenceAdvice) -> str:
     return (
         f"decode and prefill in tokens/s; users: how many get {a.target_tok_s:g} tok/s each; "
-        "$/M tok: rented, per million tokens at that load."
+        f"$/M tok: rented, per million reply tokens at that load ({a.prompt_tokens:,}-token "
+        f"prompts, {a.reply_tokens:,}-token replies)."
     )
 
 

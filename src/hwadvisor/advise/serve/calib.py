@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hwadvisor.advise.serve.memory import DeviceMemory, GiB, ServeMemory, plan_serve_memory
@@ -17,11 +17,13 @@ from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     Rules,
     ServeSpeed,
+    allreduce_wire_s,
     base_kind,
     device_scale,
     engine_family,
     estimate_speed,
     gpu_kind,
+    peak_flops,
     prefill_flops_per_token,
     ratio_spread,
 )
@@ -191,6 +193,174 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    """A batched serving benchmark (``[[serving]]``): ``concurrency`` requests in flight, each
+    ``input_tokens`` in and ``output_tokens`` out, and the replies' tokens per second."""
+
+    geom: LlmGeometry
+    quant: str
+    engine: str
+    device: DeviceSpeed
+    memory: DeviceMemory
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    output_tok_s: float
+    group: str
+    source: str
+
+    @property
+    def family(self) -> str:
+        return engine_family(self.engine)
+
+
+#: Batching servers the calibration has runs of that the CLI does not offer, sized as the
+#: engine they work like (a paged KV cache and continuous batching).
+SERVED_AS = {"lmdeploy": "vllm"}
+
+
+def serving_rows(data: dict[str, Any]) -> list[ServingRow]:
+    """The ``[[serving]]`` rows, their GPUs' figures from the GPU catalog (a row names a GPU
+    the catalog knows: an unknown one is an input error, not a row quietly left out)."""
+    rows = []
+    for raw in data.get("serving", []):
+        name = str(raw["hardware"])
+        peak = find_gpu_peak(name, None, fallback=False)
+        if peak is None or not (peak.memory_gb and peak.bandwidth_gbs):
+            raise InputError(f"serve_calibration.toml: [[serving]] GPU {name!r} is not known")
+        engine = SERVED_AS.get(str(raw["engine"]), str(raw["engine"]))
+        quant = find_quant(str(raw["quant"]), engine)
+        count = int(raw.get("count", 1))
+        flops = peak_flops(peak, quant.family)
+        if flops is None:
+            raise InputError(f"serve_calibration.toml: the catalog has no FLOP/s for {name!r}")
+        rows.append(
+            ServingRow(
+                geom=geometry(str(raw["model"]), data),
+                quant=str(raw["quant"]),
+                engine=engine,
+                device=DeviceSpeed(
+                    bandwidth_bytes_s=peak.bandwidth_gbs * 1e9,
+                    flops_s=flops,
+                    kind=gpu_kind(peak.vendor, peak.target, peak.architecture),
+                    count=count,
+                    link_bytes_s=peak.gpu_link_gbs * 1e9 if peak.gpu_link_gbs else None,
+                    measured=False,
+                ),
+                memory=DeviceMemory(
+                    kind="gpu", total_bytes=peak.memory_gb * 1e9, count=count, name=peak.name
+                ),
+                concurrency=int(raw["concurrency"]),
+                input_tokens=int(raw["input_tokens"]),
+                output_tokens=int(raw["output_tokens"]),
+                output_tok_s=float(raw["output_tok_s"]),
+                group=str(raw.get("group", raw["source"])),
+                source=str(raw["source"]),
+            )
+        )
+    return rows
+
+
+def _served_users(row: ServingRow) -> int:
+    """The requests that ran at once: the benchmark's concurrency, or fewer where the KV
+    pool holds fewer whole requests (the server queues the rest)."""
+    plan = plan_serve_memory(
+        row.geom,
+        find_quant(row.quant, row.engine),
+        context=row.input_tokens + row.output_tokens,
+        engine=row.engine,
+        device=row.memory,
+    )
+    pool = plan.max_concurrency
+    return max(1, min(row.concurrency, int(pool))) if pool else row.concurrency
+
+
+def serving_estimate(row: ServingRow, rules: Rules) -> ServeSpeed:
+    """The model's estimate for a serving row: its users at the mean depth of a reply."""
+    return estimate_speed(
+        row.geom,
+        find_quant(row.quant, row.engine),
+        context=row.input_tokens + row.output_tokens // 2,
+        engine=row.engine,
+        device=row.device,
+        users=_served_users(row),
+        prompt_tokens=row.input_tokens,
+        reply_tokens=row.output_tokens,
+        rules=rules,
+    )
+
+
+def predict_serving(row: ServingRow, rules: Rules) -> float:
+    """measured / predicted output tokens per second."""
+    return row.output_tok_s / serving_estimate(row, rules).throughput_tok_s
+
+
+PER_SEQUENCE_GRID_S = tuple(i * 1e-5 for i in range(0, 31))
+"""A batched step's time per sequence beyond the first tried: 0 to 300 us."""
+ALLREDUCE_GRID_S = tuple(i * 5e-6 for i in range(0, 13))
+"""One tensor-parallel all-reduce's time tried: 0 to 60 us."""
+
+
+def _fit_batching(
+    rows: list[ServingRow], rules: Rules, split: list[SpeedRow] | None = None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The time per sequence and per all-reduce that fit the serving rows best under the
+    efficiencies of ``rules`` (fitted on the batch-1 rows): one pair for every batching
+    family together (``*``, and each family with runs), as the runs are few. A step's time is
+    the estimate without them plus ``per_sequence x (users - 1) + 2 x layers x allreduce``.
+    The ``split`` rows (one user on devices split tensor-parallel) count in the all-reduce's
+    fit too: a latency fitted on eight-GPU batches alone made one user's step on four H100s
+    4 ms slower than measured."""
+    if not rows:
+        return {}, {}
+    bare = replace(rules, per_sequence_s={}, allreduce_s={})
+    parts = []
+    for row in rows:
+        est = serving_estimate(row, bare)
+        step = 1.0 / est.per_user_tok_s
+        tp = row.device.count > 1 and device_scale(row.device, row.family) > 1.0
+        wire = allreduce_wire_s(row.device, row.geom, est.users) if tp else 0.0
+        parts.append(
+            (row, step + wire, est.prefill_tok_s, est.users, 2 * row.geom.layers if tp else 0)
+        )
+    singles = []
+    for one in split or []:
+        if one.decode_tok_s and device_scale(one.device, one.family) > 1.0:
+            est = estimate_speed(
+                one.geom,
+                find_quant(one.quant),
+                context=one.context,
+                engine=one.engine,
+                device=one.device,
+                prompt_tokens=one.prompt_tokens,
+                rules=bare,
+            )
+            wire = allreduce_wire_s(one.device, one.geom, 1)
+            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s + wire, one))
+    best, best_err = (0.0, 0.0), math.inf
+    for per_seq in PER_SEQUENCE_GRID_S:
+        for allreduce in ALLREDUCE_GRID_S:
+            err = sum(
+                math.log(measured * (t + 2 * one.geom.layers * allreduce)) ** 2
+                for measured, t, one in singles
+            )
+            for row, step, prefill, users, reduces in parts:
+                t = step + per_seq * (users - 1) + reduces * allreduce
+                out = row.output_tokens / (
+                    row.input_tokens / prefill + row.output_tokens * t / users
+                )
+                err += math.log(row.output_tok_s / out) ** 2
+            if err < best_err - 1e-12:
+                best, best_err = (per_seq, allreduce), err
+    per_seq, allreduce = round(best[0], 7), round(best[1], 7)
+    families = sorted({row.family for row in rows})
+    return (
+        {"*": per_seq} | {f: per_seq for f in families},
+        {f: allreduce for f in families},
+    )
 
 
 UNIT = Rules(
@@ -386,11 +556,16 @@ def _prefill_ceilings(rows: list[SpeedRow]) -> dict[str, float]:
 MIN_MACHINES_FOR_CEILING = 5
 
 
-def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> Rules:
+def fit_rules(
+    rows: list[SpeedRow],
+    spread: dict[str, float] | None = None,
+    serving: list[ServingRow] | None = None,
+) -> Rules:
     """Efficiencies per engine family, per family x device kind, per family x quant family, and
     per family x quant family x device kind (each shrunk toward the level above: the last toward
     its device kind, the top toward the prior), a MoE factor per family, and per family the
-    fixed time per decode step that fits best."""
+    fixed time per decode step that fits best; from the ``serving`` rows (batched runs), a
+    batched step's time per sequence and per tensor-parallel all-reduce."""
     overhead: dict[str, float] = {}
     for family in sorted({row.family for row in rows} - set(HOST_FAMILIES)):
         mine = [row for row in rows if row.family == family and row.decode_tok_s]
@@ -409,7 +584,7 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
     decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
     prefill, _ = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
     spread = spread or {}
-    return Rules(
+    rules = Rules(
         decode={k: round(v, 4) for k, v in sorted(decode.items())},
         prefill={k: round(v, 4) for k, v in sorted(prefill.items())},
         decode_low=spread.get("decode_low", 0.8),
@@ -421,6 +596,8 @@ def fit_rules(rows: list[SpeedRow], spread: dict[str, float] | None = None) -> R
         host_s=dict(sorted(host.items())),
         prefill_flops_max=_prefill_ceilings(rows),
     )
+    per_sequence, allreduce = _fit_batching(serving or [], rules, rows)
+    return replace(rules, per_sequence_s=per_sequence, allreduce_s=allreduce)
 
 
 def predict(row: SpeedRow, rules: Rules, phase: str) -> float | None:
@@ -433,17 +610,35 @@ def predict(row: SpeedRow, rules: Rules, phase: str) -> float | None:
     return None
 
 
-def in_sample(rows: list[SpeedRow], phase: str) -> list[float]:
-    rules = fit_rules(rows)
+def in_sample(
+    rows: list[SpeedRow], phase: str, serving: list[ServingRow] | None = None
+) -> list[float]:
+    rules = fit_rules(rows, serving=serving)
     return [r for row in rows if (r := predict(row, rules, phase)) is not None]
 
 
-def leave_one_source_out(rows: list[SpeedRow], phase: str) -> list[float]:
-    """Each group predicted by rules fitted without it."""
+def serving_one_out(rows: list[SpeedRow], serving: list[ServingRow]) -> list[float]:
+    """Each serving source predicted with its batching times fitted without it (the
+    efficiencies from every batch-1 row: the serving rows do not fit them)."""
+    base = fit_rules(rows)
+    ratios: list[float] = []
+    for group in sorted({row.group for row in serving}):
+        train = [row for row in serving if row.group != group]
+        per_sequence, allreduce = _fit_batching(train, base, rows)
+        rules = replace(base, per_sequence_s=per_sequence, allreduce_s=allreduce)
+        ratios += [predict_serving(row, rules) for row in serving if row.group == group]
+    return ratios
+
+
+def leave_one_source_out(
+    rows: list[SpeedRow], phase: str, serving: list[ServingRow] | None = None
+) -> list[float]:
+    """Each group predicted by rules fitted without it (the batching times from ``serving``
+    and the other batch-1 rows)."""
     ratios: list[float] = []
     for group in sorted({row.group for row in rows}):
         train = [row for row in rows if row.group != group]
-        rules = fit_rules(train)
+        rules = fit_rules(train, serving=serving)
         for row in rows:
             if row.group == group and (r := predict(row, rules, phase)) is not None:
                 ratios.append(r)

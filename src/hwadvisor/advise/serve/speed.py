@@ -31,6 +31,7 @@ from typing import Any
 from hwadvisor.advise.serve.memory import tensor_bytes, weights_bytes
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
 from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.peaks import GpuPeak
 from hwadvisor.catalog.toml import packaged_data
 from hwadvisor.errors import InputError
 
@@ -55,6 +56,18 @@ INTEL_ALCHEMIST_GPU = "gpu-intel-alchemist"
 Flex 170): llama.cpp decodes a 7B there at about a fifth of the bandwidth (A770 30 tok/s, A770M
 26), where the next generation (B580, Battlemage) reaches half (66 tok/s on 456 GB/s). Its own
 level under ``gpu-intel``, as Pascal is under ``gpu``."""
+
+
+def peak_flops(row: GpuPeak, quant_family: str) -> float | None:
+    """The FLOP/s a GPU's catalog row gives for weights of ``quant_family``: FP8's where the
+    weights are FP8 or FP4 and the GPU has it, else 16-bit's (FP32's where that is all)."""
+    tflops = (
+        (row.fp8_tflops if quant_family in ("fp8", "fp4") and row.fp8_tflops else None)
+        or row.fp16_tflops
+        or row.bf16_tflops
+        or row.fp32_tflops
+    )
+    return tflops * 1e12 if tflops else None
 
 
 def base_kind(kind: str) -> str:
@@ -88,11 +101,11 @@ def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = 
 
 
 def engine_family(engine: str) -> str:
-    """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (with SGLang and
-    TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
+    """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (the batching
+    servers: SGLang, TensorRT-LLM, LMDeploy), ``mlx``, ``torch`` (transformers)."""
     if engine in ("llama.cpp", "ollama", "lm-studio"):
         return "llama.cpp"
-    if engine in ("vllm", "sglang", "tensorrt-llm"):
+    if engine in ("vllm", "sglang", "tensorrt-llm", "lmdeploy"):
         return "vllm"
     if engine == "mlx":
         return "mlx"
@@ -136,6 +149,14 @@ class Rules:
     layers`` seconds, per ``family/kind``. On a GPU the host launches kernels while the GPU
     runs the earlier ones, so a step takes the longer of the two; on a CPU the same cores do
     both, so the times add. Where a family has one, it replaces ``overhead_s``."""
+
+    per_sequence_s: dict[str, float] = field(default_factory=dict)
+    """A batched decode step's time per sequence beyond the first (scheduling, sampling, the
+    attention kernels' per-sequence work), per engine family; ``*`` for a family with no
+    batched run, fitted on every family's."""
+    allreduce_s: dict[str, float] = field(default_factory=dict)
+    """Tensor parallelism: the time of one all-reduce between the devices (two a layer in a
+    step), per family that splits a layer's matmuls across devices (vLLM's)."""
 
     prefill_flops_max: dict[str, float] = field(default_factory=dict)
     """Per engine family: twice the largest FLOPs (per device) its prefill was measured at. A
@@ -182,6 +203,8 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
             prefill_flops_max={
                 str(k): float(v) for k, v in data.get("prefill_flops_max", {}).items()
             },
+            per_sequence_s={str(k): float(v) for k, v in data.get("per_sequence_s", {}).items()},
+            allreduce_s={str(k): float(v) for k, v in data.get("allreduce_s", {}).items()},
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"serve_model.toml: malformed efficiency table ({exc})") from exc
@@ -206,6 +229,9 @@ class ServeSpeed:
     users_at_target: int | None
     bytes_per_token: float
     basis: str
+    reply_tokens: int | None = None
+    """The reply length ``throughput_tok_s`` counts each request's prompt against (None:
+    decode alone)."""
 
 
 def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int = 1) -> float:
@@ -275,8 +301,13 @@ def estimate_speed(
     ram_bandwidth_bytes_s: float | None = None,
     kv_cache: str = "f16",
     rules: Rules | None = None,
+    reply_tokens: int | None = None,
 ) -> ServeSpeed:
-    """Decode, prefill, time to first token and batched throughput of ``geom`` on ``device``."""
+    """Decode, prefill, time to first token and batched throughput of ``geom`` on ``device``.
+    With ``reply_tokens`` the throughput is the replies' tokens per second of requests of
+    ``prompt_tokens`` in and ``reply_tokens`` out: each request's prompt is computed too
+    (``reply / (prompt / prefill + reply x step / users)``), as a serving benchmark counts
+    it; without, decode alone (``users / step``)."""
     rules = rules or load_rules()
     family = engine_family(engine)
     eff_d = rules.efficiency("decode", family, quant.family, device.kind)
@@ -288,6 +319,21 @@ def estimate_speed(
     if host is not None:
         overhead = 0.0
     overlaps = base_kind(device.kind) == "gpu"
+    # an eager engine's host time is per forward pass, whatever the batch
+    per_sequence = (
+        0.0
+        if host is not None
+        else rules.per_sequence_s.get(family, rules.per_sequence_s.get("*", 0.0))
+    )
+    # a tensor-parallel step waits for two all-reduces a layer (after attention, after the MLP)
+    tensor_parallel = device.count > 1 and device_scale(device, family) > 1.0
+
+    def comm(n: int) -> float:
+        if not tensor_parallel:
+            return 0.0
+        latency = 2 * geom.layers * rules.allreduce_s.get(family, 0.0)
+        return latency + allreduce_wire_s(device, geom, n)
+
     # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
     scale = device_scale(device, family)
@@ -315,7 +361,12 @@ def estimate_speed(
         weights = step_weights(n) if geom.moe else w_active
         memory = read_time(weights + n * kv_one)
         compute = 2.0 * geom.params_active * n / flops
-        return _with_host(max(memory, compute), host, overlaps) + overhead
+        return (
+            _with_host(max(memory, compute), host, overlaps)
+            + overhead
+            + comm(n)
+            + per_sequence * (n - 1)
+        )
 
     per_token = w_active + kv_one
     decode = 1.0 / step_time(1)
@@ -327,6 +378,9 @@ def estimate_speed(
         prefill = prompt_tokens / _with_host(prompt_tokens / prefill, host, overlaps)
     users = max(1, users)
     t_users = step_time(users)
+    throughput = users / t_users
+    if reply_tokens is not None and reply_tokens > 0:
+        throughput = reply_tokens / (prompt_tokens / prefill + reply_tokens * t_users / users)
     users_at_target: int | None = None
     if target_tok_s is not None and target_tok_s > 0:
         users_at_target = _largest_users(step_time, target_tok_s)
@@ -346,6 +400,12 @@ def estimate_speed(
             if host is not None
             else f"{overhead * 1e3:.2f} ms a step"
         )
+        + (f"; {comm(users) * 1e3:.1f} ms of all-reduces a step" if tensor_parallel else "")
+        + (
+            f"; {per_sequence * 1e3:.2f} ms a step for each user beyond the first"
+            if per_sequence and users > 1
+            else ""
+        )
         + (f"; {offload:.0%} of the weights in RAM" if offload else "")
         + (
             f"; prefill at {ceiling / 1e12:.0f} TFLOPS, the most {family}'s prefill was "
@@ -361,12 +421,13 @@ def estimate_speed(
         decode_high=decode * rules.decode_high,
         prefill_tok_s=prefill,
         ttft_s=prompt_tokens / prefill,
-        throughput_tok_s=users / t_users,
+        throughput_tok_s=throughput,
         per_user_tok_s=1.0 / t_users,
         users=users,
         users_at_target=users_at_target,
         bytes_per_token=per_token,
         basis=basis,
+        reply_tokens=reply_tokens if reply_tokens and reply_tokens > 0 else None,
     )
 
 
@@ -386,6 +447,17 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
         "(an estimate to check)"
     )
+
+
+def allreduce_wire_s(device: DeviceSpeed, geom: LlmGeometry, users: int) -> float:
+    """A tensor-parallel step's all-reduces on the wire: two a layer, each of the users'
+    activations (``hidden`` values at 2 bytes), a ring sending ``2 (n - 1) / n`` of them over
+    the link between the devices; their latency is ``Rules.allreduce_s``."""
+    if device.count <= 1:
+        return 0.0
+    link = device.link_bytes_s or FAST_LINK_BYTES_S
+    ring = 2.0 * (device.count - 1) / device.count
+    return 2 * geom.layers * users * geom.hidden * 2.0 * ring / link
 
 
 def device_scale(device: DeviceSpeed, family: str) -> float:
