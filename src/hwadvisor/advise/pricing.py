@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -221,6 +221,19 @@ class Prices:
 
     @cached_property
     def _alike(self) -> dict[tuple[str, int], tuple[Row, ...]]:
+        return {}
+
+    def remembered(self, key: Hashable, make: Callable[[], Costs]) -> Costs:
+        """``make()``, kept on this book under ``key``: an option's costs depend on the book's
+        rows alone, which do not change once read, and a sweep asks for the same GPU and
+        count hundreds of times. The caller does not change what it gets."""
+        memo = self._costs
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    @cached_property
+    def _costs(self) -> dict[Hashable, Costs]:
         return {}
 
     @cached_property

@@ -513,18 +513,22 @@ def _estimate(
         and per_user >= req.target_tok_s
         and (speed.users_at_target is None or speed.users_at_target >= req.users)
     )
-    costs = option_costs(
-        prices,
-        gpu=c.price_gpu,
-        gpus=max(1, c.gpus // c.nodes) if c.gpus else 0,
-        cores=c.cores,
-        nodes=c.nodes,
-        seconds=3600.0,
-        # a GPU no cloud rents is stood in for by one the engine runs the format on; a Mac by
-        # none (no cloud GPU holds its unified memory)
-        stand_in_ok=(lambda gpu: False)
-        if c.memory.kind == "unified"
-        else partial(_stand_in_ok, req.engine, getattr(quant, "family", "float")),
+    gpus = max(1, c.gpus // c.nodes) if c.gpus else 0
+    family = getattr(quant, "family", "float")
+    mac = c.memory.kind == "unified"
+    costs = prices.remembered(
+        ("serve", c.price_gpu, gpus, c.cores, c.nodes, mac, req.engine, family),
+        lambda: option_costs(
+            prices,
+            gpu=c.price_gpu,
+            gpus=gpus,
+            cores=c.cores,
+            nodes=c.nodes,
+            seconds=3600.0,
+            # a GPU no cloud rents is stood in for by one the engine runs the format on; a Mac
+            # by none (no cloud GPU holds its unified memory)
+            stand_in_ok=(lambda gpu: False) if mac else partial(_stand_in_ok, req.engine, family),
+        ),
     )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
