@@ -17,7 +17,6 @@ from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     Rules,
     ServeSpeed,
-    allreduce_wire_s,
     base_kind,
     device_scale,
     engine_family,
@@ -298,34 +297,47 @@ def predict_serving(row: ServingRow, rules: Rules) -> float:
     return row.output_tok_s / serving_estimate(row, rules).throughput_tok_s
 
 
-PER_SEQUENCE_GRID_S = tuple(i * 1e-5 for i in range(0, 31))
+PER_SEQUENCE_GRID_S = tuple(i * 5e-6 for i in range(0, 61))
 """A batched step's time per sequence beyond the first tried: 0 to 300 us."""
 ALLREDUCE_GRID_S = tuple(i * 5e-6 for i in range(0, 13))
 """One tensor-parallel all-reduce's time tried: 0 to 60 us."""
+
+
+MIN_RUNS_FOR_ENGINE = 5
+"""An engine with this many serving runs gets its own time per sequence (TensorRT-LLM's C++
+runtime schedules a sequence in a fraction of the time vLLM's does)."""
+
+
+def _batching_key(row: ServingRow, runs: dict[str, int]) -> str:
+    return row.engine if runs.get(row.engine, 0) >= MIN_RUNS_FOR_ENGINE else row.family
 
 
 def _fit_batching(
     rows: list[ServingRow], rules: Rules, split: list[SpeedRow] | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The time per sequence and per all-reduce that fit the serving rows best under the
-    efficiencies of ``rules`` (fitted on the batch-1 rows): one pair for every batching
-    family together (``*``, and each family with runs), as the runs are few. A step's time is
-    the estimate without them plus ``per_sequence x (users - 1) + 2 x layers x allreduce``.
-    The ``split`` rows (one user on devices split tensor-parallel) count in the all-reduce's
-    fit too: a latency fitted on eight-GPU batches alone made one user's step on four H100s
-    4 ms slower than measured."""
+    efficiencies of ``rules`` (fitted on the batch-1 rows). A step's time is the estimate
+    without them plus ``per_sequence x (users - 1) + 2 x layers x allreduce``. The time per
+    sequence is fitted per engine with MIN_RUNS_FOR_ENGINE runs or more, else per family, and
+    pooled over every run (``*``, for a family with none); the all-reduce's latency per family.
+    A grid over the latency, and under each latency each key's best time. The ``split`` rows
+    (one user on devices split tensor-parallel) count in the all-reduce's fit too: a latency
+    fitted on eight-GPU batches alone made one user's step on four H100s 4 ms slower than
+    measured."""
     if not rows:
         return {}, {}
     bare = replace(rules, per_sequence_s={}, allreduce_s={})
+    runs: dict[str, int] = defaultdict(int)
+    for row in rows:
+        runs[row.engine] += 1
     parts = []
     for row in rows:
         est = serving_estimate(row, bare)
         step = 1.0 / est.per_user_tok_s
+        # the estimate has the all-reduces' time on the wire already, not their latency
         tp = row.device.count > 1 and device_scale(row.device, row.family) > 1.0
-        wire = allreduce_wire_s(row.device, row.geom, est.users) if tp else 0.0
-        parts.append(
-            (row, step + wire, est.prefill_tok_s, est.users, 2 * row.geom.layers if tp else 0)
-        )
+        reduces = 2 * row.geom.layers if tp else 0
+        parts.append((row, step, est.prefill_tok_s, est.users, reduces))
     singles = []
     for one in split or []:
         if one.decode_tok_s and device_scale(one.device, one.family) > 1.0:
@@ -338,28 +350,36 @@ def _fit_batching(
                 prompt_tokens=one.prompt_tokens,
                 rules=bare,
             )
-            wire = allreduce_wire_s(one.device, one.geom, 1)
-            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s + wire, one))
-    best, best_err = (0.0, 0.0), math.inf
-    for per_seq in PER_SEQUENCE_GRID_S:
-        for allreduce in ALLREDUCE_GRID_S:
-            err = sum(
-                math.log(measured * (t + 2 * one.geom.layers * allreduce)) ** 2
-                for measured, t, one in singles
-            )
-            for row, step, prefill, users, reduces in parts:
-                t = step + per_seq * (users - 1) + reduces * allreduce
-                out = row.output_tokens / (
-                    row.input_tokens / prefill + row.output_tokens * t / users
-                )
-                err += math.log(row.output_tok_s / out) ** 2
-            if err < best_err - 1e-12:
-                best, best_err = (per_seq, allreduce), err
-    per_seq, allreduce = round(best[0], 7), round(best[1], 7)
+            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s, one))
+
+    def err(mine: list[Any], per_seq: float, allreduce: float) -> float:
+        total = 0.0
+        for row, step, prefill, users, reduces in mine:
+            t = step + per_seq * (users - 1) + reduces * allreduce
+            out = row.output_tokens / (row.input_tokens / prefill + row.output_tokens * t / users)
+            total += math.log(row.output_tok_s / out) ** 2
+        return total
+
+    def best(grid: tuple[float, ...], cost: Any) -> float:
+        return min(grid, key=lambda x: (round(cost(x), 12), x))
+
+    keys = sorted({_batching_key(row, runs) for row in rows})
+    by_key = {k: [p for p in parts if _batching_key(p[0], runs) == k] for k in keys}
+    # given the all-reduce's latency, each key's time per sequence is fitted on its own runs:
+    # the whole grid over the latency, each key's best time under it
+    fits = []
+    for a in ALLREDUCE_GRID_S:
+        seq = {k: best(PER_SEQUENCE_GRID_S, lambda x, k=k, a=a: err(by_key[k], x, a)) for k in keys}
+        total = sum(err(by_key[k], seq[k], a) for k in keys) + sum(
+            math.log(m * (t + 2 * one.geom.layers * a)) ** 2 for m, t, one in singles
+        )
+        fits.append((round(total, 12), a, seq))
+    _, allreduce, per_seq = min(fits, key=lambda f: (f[0], f[1]))
+    pooled = best(PER_SEQUENCE_GRID_S, lambda x: err(parts, x, allreduce))
     families = sorted({row.family for row in rows})
     return (
-        {"*": per_seq} | {f: per_seq for f in families},
-        {f: allreduce for f in families},
+        {"*": round(pooled, 7)} | {k: round(v, 7) for k, v in sorted(per_seq.items())},
+        {f: round(allreduce, 7) for f in families},
     )
 
 
