@@ -73,7 +73,7 @@ def render() -> str:
         lines.append(f'"{key}" = [{fixed}, {per_layer}]')
     lines.append("")
     lines.append("[per_sequence_s]")
-    lines.append("# a batched step's time per sequence beyond the first, per engine or family")
+    lines.append("# a batched step's time per sequence beyond the first, per family")
     for key, value in rules.per_sequence_s.items():
         lines.append(f'"{key}" = {value}')
     lines.append("")

@@ -26,7 +26,7 @@ from hwadvisor.advise.serve.calib import (
 from hwadvisor.advise.serve.quant import find_quant
 from hwadvisor.advise.serve.speed import DeviceSpeed, Rules, estimate_speed, load_rules
 from hwadvisor.errors import InputError
-from tests.helpers.llms import LLAMA_8B, LLAMA_70B
+from tests.helpers.llms import LLAMA_70B
 
 FLAT = Rules(
     decode={"*": 0.5},
@@ -106,7 +106,7 @@ def test_the_fit_finds_the_times_the_runs_were_made_with() -> None:
         for r in rows
     ]
     per_sequence, allreduce = _fit_batching(made, base)
-    assert set(per_sequence) == {"*", "vllm", "sglang", "tensorrt-llm"}  # 5 runs or more each
+    assert set(per_sequence) == {"*", "vllm"}  # the batching servers are one family
     assert all(v == pytest.approx(7e-5) for v in per_sequence.values())
     assert allreduce["vllm"] == pytest.approx(3e-5)
     rules = dataclasses.replace(base, per_sequence_s=per_sequence, allreduce_s=allreduce)
@@ -128,13 +128,13 @@ def test_serving_runs_are_cited_and_name_known_gpus() -> None:
 
 def test_serving_accuracy_does_not_regress() -> None:
     """On 61 runs from 25 sources (docs/inference-model.md): decode alone (before) 33 % within
-    1.25x, worst 9.9x; in sample 67 % / 85 %, worst 2.62x; one source out 49 % / 70 %, worst
-    2.74x."""
+    1.25x, worst 9.9x; in sample 61 % / 87 %, worst 2.87x; one source out 52 % / 74 %, worst
+    2.87x."""
     data = load_calibration()
     rows, runs = speed_rows(data), serving_rows(data)
     one_out = accuracy(serving_one_out(rows, runs))
     assert one_out.n >= 61
-    assert one_out.within_125 >= 0.46 and one_out.within_150 >= 0.67 and one_out.worst < 2.9
+    assert one_out.within_125 >= 0.49 and one_out.within_150 >= 0.70 and one_out.worst < 3.0
     shipped = load_rules()
     assert shipped.per_sequence_s.get("vllm", 0) > 0 and shipped.allreduce_s.get("vllm", 0) > 0
     geo = math.exp(sum(math.log(predict_serving(r, shipped)) for r in runs) / len(runs))
@@ -169,24 +169,3 @@ def test_reply_tokens_on_the_command_line() -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert alone.returncode == 2 and "--serve" in alone.stderr
-
-
-def test_an_engine_with_runs_of_its_own_takes_its_own_time_per_sequence() -> None:
-    rules = dataclasses.replace(
-        FLAT, per_sequence_s={"*": 5e-5, "vllm": 1e-4, "tensorrt-llm": 2e-5}
-    )
-
-    def step(engine: str) -> float:
-        return (
-            1
-            / estimate_speed(
-                LLAMA_8B, FP8, context=1024, engine=engine, device=GPU, users=101, rules=rules
-            ).per_user_tok_s
-        )
-
-    assert step("vllm") - step("tensorrt-llm") == pytest.approx(100 * (1e-4 - 2e-5))
-    assert step("sglang") == pytest.approx(step("vllm"))  # no key of its own: the family's
-    assert step("llama.cpp") > 0  # a family with no batched run takes '*'
-    shipped = load_rules().per_sequence_s
-    # TensorRT-LLM's C++ runtime schedules a sequence in less time than vLLM's does
-    assert shipped["tensorrt-llm"] < shipped["vllm"]

@@ -303,23 +303,16 @@ ALLREDUCE_GRID_S = tuple(i * 5e-6 for i in range(0, 13))
 """One tensor-parallel all-reduce's time tried: 0 to 60 us."""
 
 
-MIN_RUNS_FOR_ENGINE = 5
-"""An engine with this many serving runs gets its own time per sequence (TensorRT-LLM's C++
-runtime schedules a sequence in a fraction of the time vLLM's does)."""
-
-
-def _batching_key(row: ServingRow, runs: dict[str, int]) -> str:
-    return row.engine if runs.get(row.engine, 0) >= MIN_RUNS_FOR_ENGINE else row.family
-
-
 def _fit_batching(
     rows: list[ServingRow], rules: Rules, split: list[SpeedRow] | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The time per sequence and per all-reduce that fit the serving rows best under the
     efficiencies of ``rules`` (fitted on the batch-1 rows). A step's time is the estimate
     without them plus ``per_sequence x (users - 1) + 2 x layers x allreduce``. The time per
-    sequence is fitted per engine with MIN_RUNS_FOR_ENGINE runs or more, else per family, and
-    pooled over every run (``*``, for a family with none); the all-reduce's latency per family.
+    sequence is fitted per engine family, and pooled over every run (``*``, for a family with
+    none); the all-reduce's latency per family. One time for the engines of a family: one per
+    engine (TensorRT-LLM's C++ runtime 30 us, vLLM 105, SGLang 90) fitted its own runs better
+    but left each source out worse (49 % / 70 % within 1.25x / 1.5x against 52 % / 74 %).
     A grid over the latency, and under each latency each key's best time. The ``split`` rows
     (one user on devices split tensor-parallel) count in the all-reduce's fit too: a latency
     fitted on eight-GPU batches alone made one user's step on four H100s 4 ms slower than
@@ -327,9 +320,6 @@ def _fit_batching(
     if not rows:
         return {}, {}
     bare = replace(rules, per_sequence_s={}, allreduce_s={})
-    runs: dict[str, int] = defaultdict(int)
-    for row in rows:
-        runs[row.engine] += 1
     parts = []
     for row in rows:
         est = serving_estimate(row, bare)
@@ -363,8 +353,8 @@ def _fit_batching(
     def best(grid: tuple[float, ...], cost: Any) -> float:
         return min(grid, key=lambda x: (round(cost(x), 12), x))
 
-    keys = sorted({_batching_key(row, runs) for row in rows})
-    by_key = {k: [p for p in parts if _batching_key(p[0], runs) == k] for k in keys}
+    keys = sorted({row.family for row in rows})
+    by_key = {k: [p for p in parts if p[0].family == k] for k in keys}
     # given the all-reduce's latency, each key's time per sequence is fitted on its own runs:
     # the whole grid over the latency, each key's best time under it
     fits = []

@@ -152,8 +152,8 @@ class Rules:
 
     per_sequence_s: dict[str, float] = field(default_factory=dict)
     """A batched decode step's time per sequence beyond the first (scheduling, sampling, the
-    attention kernels' per-sequence work), per engine where it has runs of its own, else per
-    engine family; ``*`` for a family with no batched run, fitted on every family's."""
+    attention kernels' per-sequence work), per engine family; ``*`` for a family with no
+    batched run, fitted on every family's."""
     allreduce_s: dict[str, float] = field(default_factory=dict)
     """Tensor parallelism: the time of one all-reduce between the devices (two a layer in a
     step), per family that splits a layer's matmuls across devices (vLLM's)."""
@@ -323,9 +323,7 @@ def estimate_speed(
     per_sequence = (
         0.0
         if host is not None
-        else rules.per_sequence_s.get(
-            engine, rules.per_sequence_s.get(family, rules.per_sequence_s.get("*", 0.0))
-        )
+        else rules.per_sequence_s.get(family, rules.per_sequence_s.get("*", 0.0))
     )
     # a tensor-parallel step waits for two all-reduces a layer (after attention, after the MLP)
     tensor_parallel = device.count > 1 and device_scale(device, family) > 1.0
