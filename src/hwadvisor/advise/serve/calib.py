@@ -17,6 +17,7 @@ from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     Rules,
     ServeSpeed,
+    allreduce_hops,
     base_kind,
     device_scale,
     engine_family,
@@ -299,8 +300,8 @@ def predict_serving(row: ServingRow, rules: Rules) -> float:
 
 PER_SEQUENCE_GRID_S = tuple(i * 5e-6 for i in range(0, 61))
 """A batched step's time per sequence beyond the first tried: 0 to 300 us."""
-ALLREDUCE_GRID_S = tuple(i * 5e-6 for i in range(0, 13))
-"""One tensor-parallel all-reduce's time tried: 0 to 60 us."""
+ALLREDUCE_GRID_S = tuple(i * 1e-6 for i in range(0, 31))
+"""One hop of a tensor-parallel all-reduce tried: 0 to 30 us."""
 
 
 def _fit_batching(
@@ -326,7 +327,7 @@ def _fit_batching(
         step = 1.0 / est.per_user_tok_s
         # the estimate has the all-reduces' time on the wire already, not their latency
         tp = row.device.count > 1 and device_scale(row.device, row.family) > 1.0
-        reduces = 2 * row.geom.layers if tp else 0
+        reduces = allreduce_hops(row.device, row.geom) if tp else 0
         parts.append((row, step, est.prefill_tok_s, est.users, reduces))
     singles = []
     for one in split or []:
@@ -340,7 +341,8 @@ def _fit_batching(
                 prompt_tokens=one.prompt_tokens,
                 rules=bare,
             )
-            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s, one))
+            hops = allreduce_hops(one.device, one.geom)
+            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s, hops))
 
     def err(mine: list[Any], per_seq: float, allreduce: float) -> float:
         total = 0.0
@@ -361,7 +363,7 @@ def _fit_batching(
     for a in ALLREDUCE_GRID_S:
         seq = {k: best(PER_SEQUENCE_GRID_S, lambda x, k=k, a=a: err(by_key[k], x, a)) for k in keys}
         total = sum(err(by_key[k], seq[k], a) for k in keys) + sum(
-            math.log(m * (t + 2 * one.geom.layers * a)) ** 2 for m, t, one in singles
+            math.log(m * (t + hops * a)) ** 2 for m, t, hops in singles
         )
         fits.append((round(total, 12), a, seq))
     _, allreduce, per_seq = min(fits, key=lambda f: (f[0], f[1]))

@@ -155,8 +155,9 @@ class Rules:
     attention kernels' per-sequence work), per engine family; ``*`` for a family with no
     batched run, fitted on every family's."""
     allreduce_s: dict[str, float] = field(default_factory=dict)
-    """Tensor parallelism: the time of one all-reduce between the devices (two a layer in a
-    step), per family that splits a layer's matmuls across devices (vLLM's)."""
+    """Tensor parallelism: one hop of an all-reduce between the devices (``count - 1`` hops
+    an all-reduce, two all-reduces a layer), per family that splits a layer's matmuls across
+    devices (vLLM's). Per hop, not per all-reduce: two and four H100s wait less than eight."""
 
     prefill_flops_max: dict[str, float] = field(default_factory=dict)
     """Per engine family: twice the largest FLOPs (per device) its prefill was measured at. A
@@ -331,7 +332,7 @@ def estimate_speed(
     def comm(n: int) -> float:
         if not tensor_parallel:
             return 0.0
-        latency = 2 * geom.layers * rules.allreduce_s.get(family, 0.0)
+        latency = allreduce_hops(device, geom) * rules.allreduce_s.get(family, 0.0)
         return latency + allreduce_wire_s(device, geom, n)
 
     # Only tensor parallelism reads the devices' memories at once; a layer split reads them in
@@ -447,6 +448,13 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
         "(an estimate to check)"
     )
+
+
+def allreduce_hops(device: DeviceSpeed, geom: LlmGeometry) -> int:
+    """A tensor-parallel step's all-reduce hops one after another: two all-reduces a layer
+    (after attention, after the MLP), each ``count - 1`` hops of a ring's reduce and as many
+    of its gather taken as one latency each way (``Rules.allreduce_s`` is one hop's)."""
+    return 2 * geom.layers * max(0, device.count - 1)
 
 
 def allreduce_wire_s(device: DeviceSpeed, geom: LlmGeometry, users: int) -> float:
