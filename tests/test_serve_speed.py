@@ -210,23 +210,26 @@ def test_calibration_accuracy_does_not_regress() -> None:
     rows = [row for row in every if row.family not in HOST_FAMILIES]
     ins = accuracy(in_sample(rows, "decode"))
     loso = accuracy(leave_one_source_out(rows, "decode"))
-    # the figures on 177 decode rows from 71 sources (docs/inference-model.md): in sample
-    # 79 % / 92 %, worst 2.49x; one source out 68 % / 89 %, worst 3.97x (on the 98 rows before
-    # the third search: 77 % / 89 %, 1.93x). Below the targets (80 % / 95 % held out): Intel's
-    # A770, low-bit k-quants of early 2024, MLX's MoE runs on one M1 Ultra, single laptops and
-    # CPUs spread past one rule a kind.
+    # the figures on 184 decode rows from 77 sources (docs/inference-model.md): in sample
+    # 79 % / 92 %, worst 2.46x; one source out 66 % / 90 %, worst 3.84x (the 177 before AMD's
+    # Instinct runs: 68 % / 89 %, 3.97x). Below the targets (80 % / 95 % held out): Intel's
+    # A770, low-bit k-quants of early 2024, MLX's MoE runs on one M1 Ultra, AMD's Instinct GPUs
+    # with two sources, single laptops and CPUs spread past one rule a kind.
     assert ins.n >= 177 and ins.within_125 >= 0.77 and ins.within_150 >= 0.90
     assert ins.worst < 2.7
-    assert loso.within_125 >= 0.66 and loso.within_150 >= 0.87 and loso.worst < 4.2
+    assert loso.within_125 >= 0.64 and loso.within_150 >= 0.88 and loso.worst < 4.2
     pre = accuracy(leave_one_source_out(rows, "prefill"))
-    assert pre.n >= 66 and pre.within_150 >= 0.63 and pre.worst < 4.5  # 65 %, 4.19x
+    assert pre.n >= 78 and pre.within_150 >= 0.63 and pre.worst < 4.5  # 65 %, 4.15x
 
 
 @pytest.mark.parametrize(
     ("vendor", "target", "kind"),
     [("nvidia", "6.1", "gpu-legacy"), ("nvidia", "5.2", "gpu-legacy"), ("nvidia", "7.0", "gpu"),
      ("nvidia", "8.9", "gpu"), ("amd", "gfx1100", "gpu"), ("nvidia", None, "gpu"),
-     ("nvidia", "sm_61", "gpu"), ("intel", "xe2", "gpu-intel"), ("Intel", None, "gpu-intel")],
+     ("nvidia", "sm_61", "gpu"), ("intel", "xe2", "gpu-intel"), ("Intel", None, "gpu-intel"),
+     ("amd", "gfx906", "gpu-instinct"), ("amd", "gfx942", "gpu-instinct"),
+     ("AMD", "gfx90a", "gpu-instinct"), ("amd", "gfx90c", "gpu"), ("amd", "gfx1201", "gpu"),
+     ("amd", None, "gpu")],
 )  # fmt: skip
 def test_nvidia_gpus_before_volta_are_their_own_kind(
     vendor: str, target: str | None, kind: str
@@ -465,3 +468,18 @@ def test_no_checkpoint_engine_prefill_row_beats_the_gpus_peak() -> None:
             done = float(row.prefill_tok_s) * prefill_flops_per_token(row.geom, row.prompt_tokens)
             peak = row.device.flops_s * (row.device.count if row.family == "vllm" else 1)
             assert done <= peak, (row.group, done / peak)
+
+
+def test_amds_gfx9_gpus_decode_at_their_own_share_and_say_where_no_run_was_measured() -> None:
+    from hwadvisor.advise.serve.speed import INSTINCT_GPU
+
+    rules = load_rules()
+    instinct = rules.efficiency("decode", "llama.cpp", "gguf-k", INSTINCT_GPU)
+    radeon = rules.efficiency("decode", "llama.cpp", "gguf-k", "gpu")
+    assert instinct < 0.7 * radeon  # llama.cpp's HIP kernels are tuned for RDNA's wave32
+    mi300x = DeviceSpeed(5300e9, 1307e12, INSTINCT_GPU, measured=False)
+    fp8 = find_quant("fp8")
+    served = estimate_speed(LLAMA_70B, fp8, context=4096, engine="vllm", device=mi300x)
+    assert "no vllm run was measured on AMD Instinct GPUs" in served.basis
+    local = estimate_speed(LLAMA_70B, Q4, context=4096, engine="llama.cpp", device=mi300x)
+    assert "measured on AMD Instinct" not in local.basis

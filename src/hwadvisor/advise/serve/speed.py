@@ -51,6 +51,12 @@ INTEL_GPU = "gpu-intel"
 """Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them are not
 averaged with NVIDIA's and AMD's; where a family has none they fall back to ``gpu`` and the
 basis says so."""
+INSTINCT_GPU = "gpu-instinct"
+"""AMD's GCN and CDNA GPUs (gfx9: the Instinct line, GCN's MI50/MI60 to CDNA's MI100-MI355X,
+and Vega/Radeon VII), wave64 where AMD's Radeon cards since RDNA (gfx10-12) are wave32 and
+llama.cpp's HIP kernels are tuned for those: two MI50s decode a 14B Q4_0 at 0.47 and eight
+MI300X a 70B Q4_K_M at 0.44 of what the GPU rule gives. Its own level under ``gpu``, as Pascal
+is."""
 INTEL_ALCHEMIST_GPU = "gpu-intel-alchemist"
 """Intel's first Arc generation (Xe-HPG, "Alchemist": A770, A750, A380, the A-series laptops,
 Flex 170): llama.cpp decodes a 7B there at about a fifth of the bandwidth (A770 30 tok/s, A770M
@@ -84,13 +90,17 @@ def kind_chain(kind: str) -> tuple[str, ...]:
 
 
 def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = None) -> str:
-    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-intel`` for an
-    Intel GPU (``gpu-intel-alchemist`` for its first Arc generation), else ``gpu``."""
+    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-instinct`` for
+    AMD's data-center line (gfx9), ``gpu-intel`` for an Intel GPU (``gpu-intel-alchemist`` for
+    its first Arc generation), else ``gpu``."""
     if (vendor or "").lower() == "intel":
         arch = (architecture or "").lower()
         if "alchemist" in arch or ("xe-hpg" in arch and "xe2" not in arch):
             return INTEL_ALCHEMIST_GPU
         return INTEL_GPU
+    gfx = (target or "").lower()
+    if (vendor or "").lower() == "amd" and gfx.startswith("gfx9") and gfx != "gfx90c":
+        return INSTINCT_GPU  # gfx90c: the Vega iGPU of Ryzen 4000/5000 APUs
     if (vendor or "").lower() == "nvidia" and target:
         try:
             if float(target) < 7.0:
@@ -443,6 +453,7 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         INTEL_GPU: "Intel GPUs",
         INTEL_ALCHEMIST_GPU: "Intel's first Arc generation (Alchemist)",
         LEGACY_GPU: "NVIDIA GPUs before Volta",
+        INSTINCT_GPU: "AMD Instinct GPUs",
     }.get(kind, kind)
     return (
         f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
