@@ -27,16 +27,8 @@ from hwadvisor.advise.serve.quant import find_quant
 from hwadvisor.advise.serve.speed import DeviceSpeed, Rules, estimate_speed, load_rules
 from hwadvisor.errors import InputError
 from tests.helpers.llms import LLAMA_70B
+from tests.helpers.serve_rules import FLAT, GPU
 
-FLAT = Rules(
-    decode={"*": 0.5},
-    prefill={"*": 0.25},
-    decode_low=0.8,
-    decode_high=1.2,
-    prefill_low=0.7,
-    prefill_high=1.4,
-)
-GPU = DeviceSpeed(bandwidth_bytes_s=1000e9, flops_s=200e12, kind="gpu")
 FP8 = find_quant("fp8")
 
 

@@ -34,17 +34,9 @@ from hwadvisor.advise.serve.speed import (
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.errors import InputError
 from tests.helpers.llms import GPT_OSS_20B, LLAMA_8B, LLAMA_70B, MIXTRAL_8X7B, QWEN3_30B_A3B
+from tests.helpers.serve_rules import FLAT, GPU
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAT = Rules(
-    decode={"*": 0.5},
-    prefill={"*": 0.25},
-    decode_low=0.8,
-    decode_high=1.2,
-    prefill_low=0.7,
-    prefill_high=1.4,
-)
-GPU = DeviceSpeed(bandwidth_bytes_s=1000e9, flops_s=200e12, kind="gpu")
 Q4 = find_quant("Q4_K_M")
 
 

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
-from hwadvisor.advise.serve.speed import DeviceSpeed, estimate_speed, gpu_kind, peak_flops
+from hwadvisor.advise.serve.speed import (
+    DeviceSpeed,
+    catalog_devices,
+    estimate_speed,
+    gpu_kind,
+    peak_flops,
+)
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog, memory_in_name
 from hwadvisor.errors import UsageError
@@ -447,9 +453,10 @@ def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> li
 
 
 def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:
-    flops = peak_flops(row, family)
-    if not (row.memory_gb and row.bandwidth_gbs and flops):
+    devices = catalog_devices(row, count, family)
+    if devices is None:
         return None
+    speed, memory = devices
     nodes = max(1, math.ceil(count / _MAX_PER_MACHINE))
     per_node = min(count, _MAX_PER_MACHINE)
     cls = 2 if count == 1 else 3 if nodes == 1 else 4
@@ -461,17 +468,8 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
         origin=origin,
         scenario_class=cls,
         gpus=count,
-        memory=DeviceMemory(
-            kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
-        ),
-        speed=DeviceSpeed(
-            bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
-            flops_s=flops,
-            kind=gpu_kind(row.vendor, row.target, row.architecture),
-            count=count,
-            link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
-            measured=False,
-        ),
+        memory=memory,
+        speed=speed,
         price_gpu=row.name,
         nodes=nodes,
         vendor=row.vendor or None,

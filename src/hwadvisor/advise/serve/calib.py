@@ -19,11 +19,11 @@ from hwadvisor.advise.serve.speed import (
     ServeSpeed,
     allreduce_hops,
     base_kind,
+    catalog_devices,
     device_scale,
     engine_family,
     estimate_speed,
     gpu_kind,
-    peak_flops,
     prefill_flops_per_token,
     ratio_spread,
 )
@@ -233,26 +233,16 @@ def serving_rows(data: dict[str, Any]) -> list[ServingRow]:
             raise InputError(f"serve_calibration.toml: [[serving]] GPU {name!r} is not known")
         engine = SERVED_AS.get(str(raw["engine"]), str(raw["engine"]))
         quant = find_quant(str(raw["quant"]), engine)
-        count = int(raw.get("count", 1))
-        flops = peak_flops(peak, quant.family)
-        if flops is None:
+        devices = catalog_devices(peak, int(raw.get("count", 1)), quant.family)
+        if devices is None:
             raise InputError(f"serve_calibration.toml: the catalog has no FLOP/s for {name!r}")
         rows.append(
             ServingRow(
                 geom=geometry(str(raw["model"]), data),
                 quant=str(raw["quant"]),
                 engine=engine,
-                device=DeviceSpeed(
-                    bandwidth_bytes_s=peak.bandwidth_gbs * 1e9,
-                    flops_s=flops,
-                    kind=gpu_kind(peak.vendor, peak.target, peak.architecture),
-                    count=count,
-                    link_bytes_s=peak.gpu_link_gbs * 1e9 if peak.gpu_link_gbs else None,
-                    measured=False,
-                ),
-                memory=DeviceMemory(
-                    kind="gpu", total_bytes=peak.memory_gb * 1e9, count=count, name=peak.name
-                ),
+                device=devices[0],
+                memory=devices[1],
                 concurrency=int(raw["concurrency"]),
                 input_tokens=int(raw["input_tokens"]),
                 output_tokens=int(raw["output_tokens"]),

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from hwadvisor.advise.serve.memory import tensor_bytes, weights_bytes
+from hwadvisor.advise.serve.memory import DeviceMemory, tensor_bytes, weights_bytes
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak
@@ -74,6 +74,28 @@ def peak_flops(row: GpuPeak, quant_family: str) -> float | None:
         or row.fp32_tflops
     )
     return tflops * 1e12 if tflops else None
+
+
+def catalog_devices(
+    row: GpuPeak, count: int, quant_family: str
+) -> tuple[DeviceSpeed, DeviceMemory] | None:
+    """``count`` of a catalog GPU as the serving model sizes them: its published bandwidth,
+    FLOPs for the format, link and memory (None where the catalog lacks one of them)."""
+    flops = peak_flops(row, quant_family)
+    if not (row.memory_gb and row.bandwidth_gbs and flops):
+        return None
+    speed = DeviceSpeed(
+        bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
+        flops_s=flops,
+        kind=gpu_kind(row.vendor, row.target, row.architecture),
+        count=count,
+        link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
+        measured=False,
+    )
+    memory = DeviceMemory(
+        kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
+    )
+    return speed, memory
 
 
 def base_kind(kind: str) -> str:
