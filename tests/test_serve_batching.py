@@ -167,3 +167,21 @@ def test_reply_tokens_on_the_command_line() -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert alone.returncode == 2 and "--serve" in alone.stderr
+
+
+@pytest.mark.parametrize("users", [1, 2, 32])
+def test_the_answer_says_what_several_users_get_together_and_each(users: int) -> None:
+    from hwadvisor.advise.serving import ServeRequest, serve_advice
+    from hwadvisor.present.serve import verdict_lines
+
+    request = ServeRequest(
+        model="llama-3.1-8b", engine="vllm", users=users, assume_gpu=("H100",), reply_tokens=128
+    )
+    advice = serve_advice(None, request)
+    text = "\n".join(verdict_lines(advice))
+    if users == 1:
+        assert "users:" not in text
+        return
+    assert f"{users} users: " in text and "tok/s of replies together" in text
+    r = advice.recommendation
+    assert r is not None and r.throughput_tok_s < users * r.per_user_tok_s  # prompts counted

@@ -30,12 +30,20 @@ def _money(x: float | None, currency: str | None) -> str:
     return f"{sign}{x:,.2f}" if x < 100 else f"{sign}{x:,.0f}"
 
 
-def _speed(e: InferenceEstimate) -> str:
+def _speed(e: InferenceEstimate, users: int = 1) -> str:
+    """Decode (one user) with its range and prefill; with several users, what they get together
+    (replies' tokens per second, each request's prompt counted) and each."""
     if e.decode_tok_s is None:
         return "speed unknown"
     low, high = e.decode_low_tok_s, e.decode_high_tok_s
     span = f" ({_tok(low)}–{_tok(high)})" if low is not None and high is not None else ""
-    return f"decode {_tok(e.decode_tok_s)} tok/s{span}, prefill {_tok(e.prefill_tok_s)} tok/s"
+    out = f"decode {_tok(e.decode_tok_s)} tok/s{span}, prefill {_tok(e.prefill_tok_s)} tok/s"
+    if users > 1 and e.throughput_tok_s and e.per_user_tok_s:
+        out += (
+            f"; {users} users: {_tok(e.throughput_tok_s)} tok/s of replies together, "
+            f"{_tok(e.per_user_tok_s)} each"
+        )
+    return out
 
 
 def verdict_lines(a: InferenceAdvice) -> list[str]:
@@ -73,7 +81,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
             else ""
         )
         per_m = r.cost_per_million_tokens_rented
-        option = f"{r.hardware} — {buy}{rent}; {_speed(r)}" + (
+        option = f"{r.hardware} — {buy}{rent}; {_speed(r, a.users)}" + (
             f"; {_money(per_m, a.currency)} per million tokens rented" if per_m else ""
         )
     if h is None:
@@ -87,7 +95,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         )
         ok = "serves it, nothing to buy" if here_serves else "is not enough"
         machine = f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}" + (
-            f", {_speed(h)}" if h.fits_memory else ""
+            f", {_speed(h, a.users)}" if h.fits_memory else ""
         )
     rent_line = None
     c = a.cheapest_to_rent
@@ -97,7 +105,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
             f"Cheapest to rent: {c.hardware} at {_money(c.hourly_cost, a.currency)}/h"
             + (f" as {c.rent_as}" if c.rent_as else "")
             + (f" ({_CLASS[c.scenario_class]})" if c.scenario_class != a.scenario_class else "")
-            + f"; {_speed(c)}"
+            + f"; {_speed(c, a.users)}"
             + (f"; {_money(per_m, a.currency)} per million tokens" if per_m else "")
         )
     if here_serves:
