@@ -32,7 +32,7 @@ from tests.helpers.serve_rules import FLAT, GPU
 FP8 = find_quant("fp8")
 
 
-def _speed(rules: Rules, users: int = 1, device: DeviceSpeed = GPU, **kw: object) -> object:
+def _speed(rules: Rules, users: int = 1, device: DeviceSpeed = GPU, **kw: object) -> ServeSpeed:
     return estimate_speed(
         LLAMA_70B, FP8, context=2048, engine="vllm", device=device, users=users, rules=rules, **kw
     )

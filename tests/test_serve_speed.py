@@ -185,6 +185,9 @@ def test_shipped_rules_load_and_bad_ones_are_input_errors() -> None:
         rules_from_data({"decode": {"*": "fast"}, "prefill": {}})
     with pytest.raises(InputError):
         rules_from_data({"prefill": {}})
+    for table in ("per_sequence_s", "allreduce_s"):  # the batching times are checked alike
+        with pytest.raises(InputError):
+            rules_from_data({"decode": {}, "prefill": {}, table: {"vllm": "slow"}})
 
 
 def test_calibration_sources_are_allowed_and_cited() -> None:

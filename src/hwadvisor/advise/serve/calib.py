@@ -309,7 +309,7 @@ def _fit_batching(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The time per sequence and per all-reduce that fit the serving rows best under the
     efficiencies of ``rules`` (fitted on the batch-1 rows). A step's time is the estimate
-    without them plus ``per_sequence x (users - 1) + 2 x layers x allreduce``. The time per
+    without them plus ``per_sequence x (users - 1) + allreduce_hops x allreduce``. The time per
     sequence is fitted per engine family, and pooled over every run (``*``, for a family with
     none); the all-reduce's latency per family. One time for the engines of a family: one per
     engine (TensorRT-LLM's C++ runtime 30 us, vLLM 105, SGLang 90) fitted its own runs better
@@ -324,11 +324,10 @@ def _fit_batching(
     parts = []
     for row in rows:
         est = serving_estimate(row, bare)
-        step = est.step_s
         # the estimate has the all-reduces' time on the wire already, not their latency
         tp = row.device.count > 1 and device_scale(row.device, row.family) > 1.0
         reduces = allreduce_hops(row.device, row.geom) if tp else 0
-        parts.append((row, step, est.prefill_tok_s, est.users, reduces))
+        parts.append((row, est.step_s, est.prefill_tok_s, est.users, reduces))
     singles = []
     for one in split or []:
         if one.decode_tok_s and device_scale(one.device, one.family) > 1.0:
@@ -342,7 +341,7 @@ def _fit_batching(
                 rules=bare,
             )
             hops = allreduce_hops(one.device, one.geom)
-            singles.append((float(one.decode_tok_s), 1.0 / est.per_user_tok_s, hops))
+            singles.append((float(one.decode_tok_s), est.step_s, hops))
 
     def err(mine: list[Any], per_seq: float, allreduce: float) -> float:
         total = 0.0
@@ -368,10 +367,9 @@ def _fit_batching(
         fits.append((round(total, 12), a, seq))
     _, allreduce, per_seq = min(fits, key=lambda f: (f[0], f[1]))
     pooled = best(PER_SEQUENCE_GRID_S, lambda x: err(parts, x, allreduce))
-    families = sorted({row.family for row in rows})
     return (
         {"*": round(pooled, 7)} | {k: round(v, 7) for k, v in sorted(per_seq.items())},
-        {f: round(allreduce, 7) for f in families},
+        {k: round(allreduce, 7) for k in keys},
     )
 
 

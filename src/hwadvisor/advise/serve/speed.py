@@ -134,10 +134,10 @@ def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = 
 
 def engine_family(engine: str) -> str:
     """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (the batching
-    servers: SGLang, TensorRT-LLM, LMDeploy), ``mlx``, ``torch`` (transformers)."""
+    servers: SGLang, TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
     if engine in ("llama.cpp", "ollama", "lm-studio"):
         return "llama.cpp"
-    if engine in ("vllm", "sglang", "tensorrt-llm", "lmdeploy"):
+    if engine in ("vllm", "sglang", "tensorrt-llm"):
         return "vllm"
     if engine == "mlx":
         return "mlx"
@@ -262,12 +262,12 @@ class ServeSpeed:
     users_at_target: int | None
     bytes_per_token: float
     basis: str
+    step_s: float
+    """One decode step at ``users`` (``per_user_tok_s`` is its inverse without a reply
+    length)."""
     reply_tokens: int | None = None
     """The reply length ``throughput_tok_s`` counts each request's prompt against (None:
     decode alone)."""
-    step_s: float = 0.0
-    """One decode step at ``users`` (``per_user_tok_s`` is its inverse without a reply
-    length)."""
 
 
 def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int = 1) -> float:
@@ -476,7 +476,7 @@ def estimate_speed(
         users_at_target=users_at_target,
         bytes_per_token=per_token,
         basis=basis,
-        reply_tokens=reply_tokens if reply_tokens and reply_tokens > 0 else None,
+        reply_tokens=reply,
     )
 
 
