@@ -10,6 +10,7 @@ Tests marked ``gpu`` run every case on a real CUDA GPU and check the figures mak
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import multiprocessing
 import os
@@ -623,7 +624,8 @@ def test_matmul_measures_with_the_precision_settings_recorded_and_restored(
     (m,) = only(results, Measurement)
     assert_ok(m)
     assert (m.case, m.device, m.precision, m.unit) == ("matmul", "cuda:0", precision, "GFLOP/s")
-    assert m.params["n"] == 64
+    # A fast fp32 matmul is timed at twice the size too (the faster stands).
+    assert m.params["n"] in ((64, 128) if precision == "fp32" else (64,))
     expected = {"fp32": "highest", "tf32": "high"}.get(precision)
     if expected:
         assert m.settings["float32_matmul_precision"] == expected
@@ -691,11 +693,66 @@ def test_a_tensor_core_matmul_is_also_timed_at_half_the_size_and_the_faster_stan
     assert m.params["requested_n"] == 512
 
 
-def test_fp32_matmul_is_timed_at_one_size(real_torch: Any, no_nvml: None, never_slow: None) -> None:
+@pytest.mark.parametrize("double_faster", [True, False])
+def test_a_fast_fp32_matmul_is_also_timed_at_twice_the_size_and_the_faster_stands(
+    double_faster: bool,
+    real_torch: Any,
+    no_nvml: None,
+    never_slow: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rate = gpu._rate
+    seen: list[int] = []
+
+    def biased(timing: Any, n: int) -> float:
+        seen.append(n)
+        return rate(timing, n) * (1e6 if (n == 512) == double_faster else 1.0)
+
+    monkeypatch.setattr(gpu, "_rate", biased)
+    monkeypatch.setattr(gpu, "DOUBLE_SIZE_CALLS", 1e-6)  # the doubled size always fits the time
+    torch = CpuAsCuda(real_torch, FakeCuda())
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 256}), torch)
+    assert_ok(m)
+    assert m.params["sizes_tried"] == "256,512" and sorted(seen) == [256, 512]
+    assert m.params["n"] == (512 if double_faster else 256)
+    assert m.params["requested_n"] == 256
+
+
+def test_fp32_matmul_is_timed_at_one_size_where_twice_it_would_not_fit_the_time(
+    real_torch: Any, no_nvml: None, never_slow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gpu, "DOUBLE_SIZE_CALLS", 1e9)
     torch = CpuAsCuda(real_torch, FakeCuda())
     (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 512}), torch)
     assert_ok(m)
     assert m.params["n"] == 512 and "sizes_tried" not in m.params
+
+
+def test_fp32_matmul_is_not_doubled_past_the_memory_it_may_take(
+    real_torch: Any, no_nvml: None, never_slow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gpu, "DOUBLE_SIZE_CALLS", 1e-6)
+    cuda = FakeCuda(free=int(3 * 256 * 256 * 4 / gpu.MEMORY_SHARE) + 1024)
+    torch = CpuAsCuda(real_torch, cuda)
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 256}), torch)
+    assert_ok(m)
+    assert m.params["n"] == 256 and "sizes_tried" not in m.params
+
+
+def test_the_second_matmul_size_over_a_grid() -> None:
+    kept = gpu.SECOND_SIZE_SHARE * 1.6  # the fp32 case's share at the default budget
+    # An H200's fp32 matmul at 8192 takes 21.5 ms: 16384 (8x the work) is timed too; an
+    # A100's 61 ms would spend the case's time on two calls: it is not.
+    assert gpu._second_size("double", 8192, 0.0215, kept) == 16384
+    assert gpu._second_size("double", 8192, 0.061, kept) is None
+    for n in (256, 512, 4096, 8192):
+        assert gpu._second_size("half", n, 0.01, 1.0) == (n // 2 if n >= 512 else None)
+        assert gpu._second_size(None, n, 0.01, 1.0) is None
+        assert gpu._second_size("double", n, 0.0, 1.0) is None  # no call timed: no guess
+        doubled = [gpu._second_size("double", n, one, kept) for one in (1e-4, 0.01, 0.03, 0.1)]
+        # Faster calls never lose the doubled size a slower one got.
+        assert all(a is not None or b is None for a, b in itertools.pairwise(doubled))
+        assert set(doubled) <= {2 * n, None}
 
 
 def test_a_half_size_that_fails_leaves_the_first_figure(

@@ -514,13 +514,15 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     firsts: list[float] = []
     slower = 0
 
-    def attempt(n: int) -> tuple[float, Timing] | None:
+    shortest: list[float] = []
+
+    def attempt(n: int, slow: float = SLOW_REP_SHARE * case.seconds) -> tuple[float, Timing] | None:
         step = _matmul_step(gpu, precision, n)
         firsts.append(first_call(gpu, step))
         # The shortest of a few calls: one call preempted by another process (or a clock
         # still ramping up) must not halve the size.
-        slow = SLOW_REP_SHARE * case.seconds
         one, _calls = best_call(event_block(gpu.cuda, step), calls=3, max_s=slow, min_calls=2)
+        shortest.append(one)
         if one > slow and n // 2 >= MIN_MATMUL_N:
             return None  # a slow GPU: one repetition would eat the share; try n / 2
         timing = measure(
@@ -532,8 +534,11 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
 
     # Tensor-core matmuls peak below the largest size on some GPUs (an H200 ran bf16 5-10 %
     # faster at 4096 than at 8192 in three runs): half the size is timed too, in a share of
-    # the time kept for it, and the faster of the two is the figure.
-    reserved = [HALF_SIZE_SHARE if precision in HALF_SIZE_PRECISIONS else 0.0]
+    # the time kept for it, and the faster of the two is the figure. FP32 without tensor
+    # cores goes the other way (the H200's fp32 ran 2-5 % faster at 16384): where twice the
+    # size fits the memory and three of its calls fit the share kept, it is timed too.
+    second = SECOND_SIZE.get(precision)
+    reserved = [SECOND_SIZE_SHARE if second else 0.0]
     halvings = 0
     while True:
         outcome, n, oom_halvings = halve_on_oom(
@@ -546,12 +551,14 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
         slower += 1
     first, timing = outcome
     tried = [n]
-    if reserved[0] and not slower and n // 2 >= MIN_MATMUL_N:
+    other = _second_size(second, n, shortest[-1] if shortest else 0.0, reserved[0] * case.seconds)
+    budget = gpu.budget()
+    if other and not slower and (budget is None or need(other) <= budget):
         reserved[0] = 0.0
-        half = _matmul_half(attempt, n // 2)
-        tried.append(n // 2)
-        if half is not None and _rate(half[1], n // 2) > _rate(timing, n):
-            n, timing = n // 2, half[1]
+        run = _matmul_second(attempt, other, reserved_s=SECOND_SIZE_SHARE * case.seconds)
+        tried.append(other)
+        if run is not None and _rate(run[1], other) > _rate(timing, n):
+            n, timing = other, run[1]
     params: dict[str, int | float | str] = {"n": n, "requested_n": requested}
     if len(tried) > 1:
         params["sizes_tried"] = ",".join(str(t) for t in tried)
@@ -562,17 +569,32 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     return Run(timing, first, params, {"dtype": precision_dtype(gpu.torch, precision)})
 
 
-#: Matmul precisions also timed at half the size, and the share of the case's time kept for it.
-HALF_SIZE_PRECISIONS = ("fp16", "bf16", "fp8")
-HALF_SIZE_SHARE = 0.35
+#: Matmul precisions also timed at a second size: tensor-core ones at half the size, FP32 at
+#: twice; and the share of the case's time kept for it.
+SECOND_SIZE = {"fp16": "half", "bf16": "half", "fp8": "half", "fp32": "double"}
+SECOND_SIZE_SHARE = 0.35
+#: Calls of the doubled size that must fit the share kept (each does 8x the work of one at n).
+DOUBLE_SIZE_CALLS = 2
 
 
-def _matmul_half(
-    attempt: Callable[[int], tuple[float, Timing] | None], n: int
+def _second_size(kind: str | None, n: int, one_s: float, kept_s: float) -> int | None:
+    """The second matmul size to time, or None: half of ``n`` (not under the smallest size),
+    or twice ``n`` where :data:`DOUBLE_SIZE_CALLS` calls of it (8x ``one_s`` each) fit in
+    ``kept_s`` seconds."""
+    if kind == "half":
+        return n // 2 if n // 2 >= MIN_MATMUL_N else None
+    if kind == "double" and one_s > 0 and 8 * one_s * DOUBLE_SIZE_CALLS <= kept_s:
+        return 2 * n
+    return None
+
+
+def _matmul_second(
+    attempt: Callable[..., tuple[float, Timing] | None], n: int, reserved_s: float
 ) -> tuple[float, Timing] | None:
-    """The run at the second size; None where it could not be timed (then the first stands)."""
+    """The run at the second size; None where it could not be timed (then the first stands).
+    One of its calls may take a third of the time kept for it."""
     try:
-        return attempt(n)
+        return attempt(n, slow=reserved_s / DOUBLE_SIZE_CALLS)
     except RuntimeError:
         return None
 
@@ -955,7 +977,7 @@ def _best_rate(timing: Timing, work: float) -> float | None:
 
 #: The cases run on every GPU, in order, with their shares at the default budget (15 s a GPU).
 PLAN: tuple[CaseDef, ...] = (
-    CaseDef("gpu_matmul", "matmul", "gpu", 1.2, precision="fp32", peak="gpu_compute"),
+    CaseDef("gpu_matmul", "matmul", "gpu", 1.6, precision="fp32", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.0, precision="tf32", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.0, precision="fp16", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.5, precision="bf16", peak="gpu_compute"),
@@ -974,7 +996,7 @@ PLAN: tuple[CaseDef, ...] = (
         "gpu_sweep",
         "crossover",
         "gpu",
-        2.0,
+        1.6,
         precision="fp32",
         params={"sizes": list(DEFAULT_SWEEP_SIZES)},
     ),
