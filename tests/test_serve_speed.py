@@ -353,17 +353,19 @@ def test_a_layer_split_decodes_no_faster_than_one_gpu_tensor_parallel_does() -> 
 def test_the_eager_reference_runs_fit_the_hosts_time_per_forward_pass() -> None:
     """transformers decodes a token per forward pass that Python launches op by op: on the
     H200 a 1B model took 14.5 ms a token against 0.6 ms of weights to read. The fitted host
-    time carries the reference runs to within 1.25x on both machines, and on a GPU a bigger
-    model is never slower than the launches allow nor faster than its bytes allow."""
+    time carries the reference runs to within the issue's targets (1.25x decode, 1.5x prefill)
+    on every machine, and on a GPU a bigger model is never slower than the launches allow nor
+    faster than its bytes allow."""
     every = speed_rows(load_calibration())
     rules = fit_rules(every)
     eager = [row for row in every if row.family in HOST_FAMILIES]
     assert {row.device.kind for row in eager} == {"cpu", "gpu"}
     assert set(rules.host_s) == {"torch/cpu", "torch/gpu"}
     for row in eager:
-        for phase in ("decode", "prefill"):
+        # The issue's targets for the reference script: 1.25x decode, 1.5x prefill.
+        for phase, bound in (("decode", 1.25), ("prefill", 1.5)):
             ratio = predict(row, rules, phase)
-            assert ratio is not None and 0.8 <= ratio <= 1.25, (row.geom.name, phase, ratio)
+            assert ratio is not None and 1 / bound <= ratio <= bound, (row.geom.name, phase, ratio)
     geom = next(row.geom for row in eager if row.device.kind == "gpu")
     fast = DeviceSpeed(4.8e12, 989e12, kind="gpu")
     est = estimate_speed(geom, find_quant("bf16"), context=512, engine="transformers",
