@@ -25,13 +25,17 @@ from hwadvisor.advise.serve.quant import find_quant
 from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     Rules,
+    ServeSpeed,
     base_kind,
+    catalog_devices,
     estimate_speed,
+    fast_matmul_factor,
     gpu_kind,
     load_rules,
     rules_from_data,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.peaks import find_gpu_peak, load_catalog
 from hwadvisor.errors import InputError
 from tests.helpers.llms import GPT_OSS_20B, LLAMA_8B, LLAMA_70B, MIXTRAL_8X7B, QWEN3_30B_A3B
 from tests.helpers.serve_rules import FLAT, GPU
@@ -214,7 +218,42 @@ def test_calibration_accuracy_does_not_regress() -> None:
     assert ins.worst < 2.7
     assert loso.within_125 >= 0.64 and loso.within_150 >= 0.88 and loso.worst < 4.2
     pre = accuracy(leave_one_source_out(rows, "prefill"))
-    assert pre.n >= 78 and pre.within_150 >= 0.63 and pre.worst < 4.5  # 65 %, 4.15x
+    # 51 % / 68 %, worst 4.26x with GGUF engines' FP16-accumulate rate (42 % / 65 %, 4.15x
+    # before it)
+    assert pre.n >= 78 and pre.within_125 >= 0.49 and pre.within_150 >= 0.66 and pre.worst < 4.5
+
+
+def test_gguf_prefill_counts_the_rate_a_geforce_or_radeon_reaches_with_fp16_accumulation() -> None:
+    """The catalog's GeForce RTX tensor figures are FP32-accumulate, half the FP16-accumulate
+    rate its notes give; its Radeon (RDNA) figures are the FP32 vector rate, half packed FP16's.
+    llama.cpp's kernels run at the faster rate, so an A100 (312 TFLOPS, the full rate) is not
+    4.4x an RTX 3090 (71 listed, 142 with FP16 accumulation) in llama.cpp's prefill, as it is
+    in vLLM's (FP32 accumulation on both)."""
+    for row in load_catalog():
+        factor = fast_matmul_factor(row)
+        note = (row.note or "").lower()
+        if row.vendor == "nvidia" and "fp32-accumulate tensor rate is half" in note:
+            assert factor == 2.0, row.name
+        if row.vendor == "amd" and (row.architecture or "").startswith("RDNA"):
+            # the factor stands for the FP16 figure the catalog leaves out: never both
+            assert factor == 2.0 and row.fp16_tflops is None and row.bf16_tflops is None, row.name
+        if row.gpu_class == "datacenter" or row.vendor in ("apple", "intel"):
+            assert factor == 1.0, row.name
+
+    def prefill(gpu: str, engine: str) -> ServeSpeed:
+        row = find_gpu_peak(gpu)
+        assert row is not None
+        found = catalog_devices(row, 1, "float")
+        assert found is not None
+        return estimate_speed(LLAMA_8B, find_quant("F16"), context=512, engine=engine,
+                              device=found[0], rules=FLAT)  # fmt: skip
+
+    a100, rtx = prefill("A100 SXM4 80GB", "llama.cpp"), prefill("RTX 3090", "llama.cpp")
+    assert a100.prefill_tok_s / rtx.prefill_tok_s == pytest.approx(312 / (2 * 71.16), rel=0.02)
+    assert "x 2: FP16 accumulation" in rtx.basis and "FP16 accumulation" not in a100.basis
+    a100, rtx = prefill("A100 SXM4 80GB", "vllm"), prefill("RTX 3090", "vllm")
+    assert a100.prefill_tok_s / rtx.prefill_tok_s == pytest.approx(312 / 71.16, rel=0.02)
+    assert "FP16 accumulation" not in rtx.basis
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from hwadvisor.advise.serve.speed import (
     DeviceSpeed,
     catalog_devices,
     estimate_speed,
+    fast_matmul_factor,
     gpu_kind,
     peak_flops,
 )
@@ -338,6 +339,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,
                         note=note,
+                        fast_matmul=fast_matmul_factor(row),
                     ),
                     price_gpu=row.name if row else None,
                     vendor=(row.vendor or None) if row else None,

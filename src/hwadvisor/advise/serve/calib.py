@@ -23,6 +23,7 @@ from hwadvisor.advise.serve.speed import (
     device_scale,
     engine_family,
     estimate_speed,
+    fast_matmul_factor,
     gpu_kind,
     prefill_flops_per_token,
     ratio_spread,
@@ -167,15 +168,16 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
     rows = []
     for raw in data.get("speed", []):
         kind = str(raw["kind"])
-        if kind == "gpu":
-            peak = find_gpu_peak(str(raw.get("hardware", "")))
-            kind = gpu_kind(peak.vendor, peak.target, peak.architecture) if peak else kind
+        peak = find_gpu_peak(str(raw.get("hardware", ""))) if kind == "gpu" else None
+        if peak is not None:
+            kind = gpu_kind(peak.vendor, peak.target, peak.architecture)
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,
             kind=kind,
             count=int(raw.get("count", 1)),
             measured=False,
+            fast_matmul=fast_matmul_factor(peak),
         )
         rows.append(
             SpeedRow(

@@ -91,6 +91,7 @@ def catalog_devices(
         count=count,
         link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
         measured=False,
+        fast_matmul=fast_matmul_factor(row),
     )
     memory = DeviceMemory(
         kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
@@ -132,6 +133,32 @@ def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = 
     return "gpu"
 
 
+def fast_matmul_factor(row: GpuPeak | None) -> float:
+    """How many times the catalog's FLOPs figure a GPU runs the matmuls GGUF engines (llama.cpp,
+    Ollama) use in prefill: FP16 with FP16 accumulation and INT8 dot products, where the
+    figure is another rate. 2 for a GeForce RTX card (Turing on; its tensor figure is FP32
+    accumulation, half the FP16-accumulate rate, as the catalog's notes say; not the TITAN
+    RTX, whose figure is the full rate) and for AMD's Radeon (RDNA: the catalog gives the FP32
+    vector rate; packed FP16 and RDNA 3's WMMA run at twice it); else 1. The same GPU
+    measured by the scan is capped at its catalog figure, so the factor holds for it too."""
+    if row is None:
+        return 1.0
+    vendor = (row.vendor or "").lower()
+    if vendor == "amd" and (row.architecture or "").upper().startswith("RDNA"):
+        return 2.0
+    if (
+        vendor == "nvidia"
+        and row.gpu_class == "consumer"
+        and row.fp16_tflops
+        and not row.name.upper().startswith("TITAN")
+    ):
+        try:
+            return 2.0 if float(row.target or 0) >= 7.5 else 1.0
+        except ValueError:
+            return 1.0
+    return 1.0
+
+
 def engine_family(engine: str) -> str:
     """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (the batching
     servers: SGLang, TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
@@ -159,6 +186,8 @@ class DeviceSpeed:
     """Measured on the machine (scan) rather than taken from the catalog."""
     note: str | None = None
     """How a measured figure became the bandwidth used (said in ``basis``)."""
+    fast_matmul: float = 1.0
+    """:func:`fast_matmul_factor` of the GPU: GGUF engines' prefill runs at ``flops_s`` times it."""
 
 
 @dataclass(frozen=True)
@@ -374,14 +403,13 @@ def estimate_speed(
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
     scale = device_scale(device, family)
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
-    flops = device.flops_s * scale * eff_p
+    peak = device.flops_s * (device.fast_matmul if family == "llama.cpp" else 1.0)
+    flops = peak * scale * eff_p
     # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
     # estimated to do (a data-center GPU's tensor peak is not what llama.cpp's kernels reach).
     ceiling = rules.prefill_flops_max.get(family)
-    capped = ceiling is not None and device.flops_s * eff_p > ceiling
-    prefill_flops = (
-        min(device.flops_s * eff_p, ceiling) if ceiling else device.flops_s * eff_p
-    ) * scale
+    capped = ceiling is not None and peak * eff_p > ceiling
+    prefill_flops = (min(peak * eff_p, ceiling) if ceiling else peak * eff_p) * scale
     offload = min(max(offload_fraction, 0.0), 1.0)
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
@@ -439,9 +467,15 @@ def estimate_speed(
             else f"{'measured' if device.measured else 'catalog'} bandwidth "
             f"{device.bandwidth_bytes_s / 1e9:,.0f} GB/s"
         )
-        + f" and {device.flops_s / 1e12:.1f} TFLOPS"
-        f"{f' x {device.count}' if device.count > 1 else ''}; efficiency {family}/{quant.family}: "
-        f"decode {eff_d:.2f}, prefill {eff_p:.2f}, "
+        + f" and {peak / 1e12:.1f} TFLOPS"
+        + (
+            f" ({device.flops_s / 1e12:.1f} x {peak / device.flops_s:.0f}: FP16 accumulation "
+            "and INT8 run at twice its listed rate)"
+            if peak != device.flops_s
+            else ""
+        )
+        + f"{f' x {device.count}' if device.count > 1 else ''}; "
+        f"efficiency {family}/{quant.family}: decode {eff_d:.2f}, prefill {eff_p:.2f}, "
         + (
             f"host {host * 1e3:.1f} ms a forward pass"
             + (" (overlapping the GPU's)" if overlaps else " (added)")
