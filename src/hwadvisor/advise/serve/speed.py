@@ -139,13 +139,18 @@ def fast_matmul_factor(row: GpuPeak | None) -> float:
     figure is another rate. 2 for a GeForce RTX card (Turing on; its tensor figure is FP32
     accumulation, half the FP16-accumulate rate, as the catalog's notes say; not the TITAN
     RTX, whose figure is the full rate) and for AMD's Radeon (RDNA: the catalog gives the FP32
-    vector rate; packed FP16 and RDNA 3's WMMA run at twice it); else 1. The same GPU
-    measured by the scan is capped at its catalog figure, so the factor holds for it too."""
+    vector rate; packed FP16 and RDNA 3's WMMA run at twice it, RDNA 4's WMMA at four times);
+    else 1. The same GPU measured by the scan is capped at its catalog figure, so the factor
+    holds for it too."""
     if row is None:
         return 1.0
     vendor = (row.vendor or "").lower()
-    if vendor == "amd" and (row.architecture or "").upper().startswith("RDNA"):
-        return 2.0
+    arch = (row.architecture or "").upper()
+    if vendor == "amd" and arch.startswith("RDNA"):
+        # FP16 FLOPs a clock a compute unit: RDNA 2 and 3 512 (twice the FP32 figure's 256
+        # with RDNA 3's dual issue counted), RDNA 4's WMMA 1024 (AMD's 779 INT8 TOPS with
+        # sparsity for the RX 9070 XT is 389 dense, 194.7 TFLOPS FP16 at 48.7 FP32)
+        return 4.0 if arch.startswith("RDNA 4") else 2.0
     if (
         vendor == "nvidia"
         and row.gpu_class == "consumer"
