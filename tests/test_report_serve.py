@@ -166,3 +166,22 @@ def test_the_serving_page_takes_the_users_prices(tmp_path: Path) -> None:
     # the file stands alone: its one card and no built-in row (no Mac, no host for the card)
     assert "GeForce RTX 4090" in text and "Mac mini" not in text and "Arc B580" not in text
     assert main(["report", str(H200), "--prices", str(prices), "-o", str(out)]) == 2
+
+
+@pytest.mark.parametrize("gpu", ["RTX 3090", "RTX 4090", "A100 SXM4 80GB", "RX 7900 XTX", "L4"])
+@pytest.mark.parametrize("engine", ["llama.cpp", "vllm"])
+def test_each_option_is_shown_once_even_where_the_assumed_gpu_is_the_cheapest_rental(
+    gpu: str, engine: str
+) -> None:
+    """An assumed RTX 3090 was also the cheapest rental: the table listed it twice."""
+    from hwadvisor.advise.serving import build_request
+
+    quant = "Q4_K_M" if engine == "llama.cpp" else "bf16"
+    request = build_request("llama-3.1-8b", quant=quant, engine=engine, assume_gpu=(gpu,))
+    advice = serve_advice(None, request)
+    shown = shown_options(advice)
+    assert len({id(e) for e in shown}) == len(shown)
+    names = [e.hardware for e in shown]
+    assert len(set(names)) == len(names), names
+    rent = advice.cheapest_to_rent
+    assert rent is None or rent.hardware in names

@@ -142,13 +142,20 @@ def shown_options(a: InferenceAdvice) -> list[InferenceEstimate]:
     cheapest catalog options that serve it by class (what a buyer compares), the
     recommendation among them."""
     own = [e for e in a.estimates if e.origin != "catalog"]
+    # an assumed GPU is shown once, among the user's own, not again as a catalog option
+    mine = {(e.hardware, e.gpus) for e in own}
     fewest: dict[str, InferenceEstimate] = {}
     for e in sorted(a.estimates, key=lambda e: e.gpus):
-        if e.origin == "catalog" and e.meets_target:
+        if e.origin == "catalog" and e.meets_target and (e.hardware, e.gpus) not in mine:
             fewest.setdefault(e.hardware.split("× ")[-1], e)
     options = sorted(fewest.values(), key=lambda e: (e.scenario_class, *_price(e)))[:_ROWS]
     for chosen in (a.cheapest_to_rent, a.recommendation):
-        if chosen is not None and chosen not in options:
+        if (
+            chosen is not None
+            and chosen not in options
+            and chosen not in own
+            and (chosen.hardware, chosen.gpus) not in mine
+        ):
             options.insert(0, chosen)
     return [*own, *options]
 

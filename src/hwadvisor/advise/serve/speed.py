@@ -474,8 +474,8 @@ def estimate_speed(
         )
         + f" and {peak / 1e12:.1f} TFLOPS"
         + (
-            f" ({device.flops_s / 1e12:.1f} x {peak / device.flops_s:.0f}: FP16 accumulation "
-            "and INT8 run at twice its listed rate)"
+            f" ({device.flops_s / 1e12:.1f} listed x {peak / device.flops_s:.0f}: the FP16 "
+            "rate GGUF kernels reach on it)"
             if peak != device.flops_s
             else ""
         )
