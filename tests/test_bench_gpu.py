@@ -716,6 +716,10 @@ def test_a_fast_fp32_matmul_is_also_timed_at_twice_the_size_and_the_faster_stand
     assert m.params["sizes_tried"] == "256,512" and sorted(seen) == [256, 512]
     assert m.params["n"] == (512 if double_faster else 256)
     assert m.params["requested_n"] == 256
+    if double_faster:
+        # the doubled size's figure rests on three blocks or more, even past the case's share
+        # (a real H200's fp32 at 16384 was one block, low confidence, before)
+        assert m.blocks >= gpu.SECOND_SIZE_BLOCKS
 
 
 def test_fp32_matmul_is_timed_at_one_size_where_twice_it_would_not_fit_the_time(
@@ -740,7 +744,7 @@ def test_fp32_matmul_is_not_doubled_past_the_memory_it_may_take(
 
 
 def test_the_second_matmul_size_over_a_grid() -> None:
-    kept = gpu.SECOND_SIZE_SHARE * 1.6  # the fp32 case's share at the default budget
+    kept = gpu.SECOND_SIZE_SHARE["double"] * 2.0  # the fp32 case's at the default budget
     # An H200's fp32 matmul at 8192 takes 21.5 ms: 16384 (8x the work) is timed too; an
     # A100's 61 ms would spend the case's time on two calls: it is not.
     assert gpu._second_size("double", 8192, 0.0215, kept) == 16384

@@ -516,7 +516,8 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
 
     shortest: list[float] = []
 
-    def attempt(n: int, slow: float = SLOW_REP_SHARE * case.seconds) -> tuple[float, Timing] | None:
+    def attempt(n: int) -> tuple[float, Timing] | None:
+        slow = SLOW_REP_SHARE * case.seconds
         step = _matmul_step(gpu, precision, n)
         firsts.append(first_call(gpu, step))
         # The shortest of a few calls: one call preempted by another process (or a clock
@@ -532,13 +533,28 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
         )
         return firsts[0], timing
 
+    def second_run(n: int, expected_call_s: float) -> Timing:
+        """The run at the second size. The GPU is warm from the first: two calls of warm-up,
+        then blocks until the case's time is spent, but at least SECOND_SIZE_BLOCKS of them
+        (a figure of fewer blocks is low confidence), past the case's share if need be."""
+        step = _matmul_step(gpu, precision, n)
+        first_call(gpu, step)
+        # two calls of warm-up, then blocks of a call or more (measure's blocks are 30 ms or
+        # longer, one call where a call is longer)
+        floor_s = 2 * expected_call_s + (SECOND_SIZE_BLOCKS + 1) * max(expected_call_s, 0.06)
+        return measure(
+            event_block(gpu.cuda, step),
+            max_seconds=max(remaining(case, started), floor_s),
+            warmup_s=0.0,
+        )
+
     # Tensor-core matmuls peak below the largest size on some GPUs (an H200 ran bf16 5-10 %
     # faster at 4096 than at 8192 in three runs): half the size is timed too, in a share of
     # the time kept for it, and the faster of the two is the figure. FP32 without tensor
     # cores goes the other way (the H200's fp32 ran 2-5 % faster at 16384): where twice the
-    # size fits the memory and three of its calls fit the share kept, it is timed too.
+    # size fits the memory and its run fits the share kept, it is timed too.
     second = SECOND_SIZE.get(precision)
-    reserved = [SECOND_SIZE_SHARE if second else 0.0]
+    reserved = [SECOND_SIZE_SHARE[second] if second else 0.0]
     halvings = 0
     while True:
         outcome, n, oom_halvings = halve_on_oom(
@@ -551,14 +567,16 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
         slower += 1
     first, timing = outcome
     tried = [n]
-    other = _second_size(second, n, shortest[-1] if shortest else 0.0, reserved[0] * case.seconds)
+    one = shortest[-1] if shortest else 0.0
+    other = _second_size(second, n, one, reserved[0] * case.seconds)
     budget = gpu.budget()
     if other and not slower and (budget is None or need(other) <= budget):
         reserved[0] = 0.0
-        run = _matmul_second(attempt, other, reserved_s=SECOND_SIZE_SHARE * case.seconds)
+        expected = one * (other / n) ** 3
+        run = _matmul_second(lambda size: second_run(size, expected), other)
         tried.append(other)
-        if run is not None and _rate(run[1], other) > _rate(timing, n):
-            n, timing = other, run[1]
+        if run is not None and _rate(run, other) > _rate(timing, n):
+            n, timing = other, run
     params: dict[str, int | float | str] = {"n": n, "requested_n": requested}
     if len(tried) > 1:
         params["sizes_tried"] = ",".join(str(t) for t in tried)
@@ -569,18 +587,20 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     return Run(timing, first, params, {"dtype": precision_dtype(gpu.torch, precision)})
 
 
-#: Matmul precisions also timed at a second size: tensor-core ones at half the size, FP32 at
-#: twice; and the share of the case's time kept for it.
+#: Matmul precisions also timed at a second size (tensor-core ones at half the size, FP32 at
+#: twice), and the share of the case's time kept for it.
 SECOND_SIZE = {"fp16": "half", "bf16": "half", "fp8": "half", "fp32": "double"}
-SECOND_SIZE_SHARE = 0.35
-#: Calls of the doubled size that must fit the share kept (each does 8x the work of one at n).
-DOUBLE_SIZE_CALLS = 2
+SECOND_SIZE_SHARE = {"half": 0.35, "double": 0.55}
+#: Blocks the second size's figure rests on at least (three make a figure high confidence).
+SECOND_SIZE_BLOCKS = 3
+#: Calls of the doubled size its run takes: the first, two of warm-up, the blocks.
+DOUBLE_SIZE_CALLS = SECOND_SIZE_BLOCKS + 3
 
 
 def _second_size(kind: str | None, n: int, one_s: float, kept_s: float) -> int | None:
     """The second matmul size to time, or None: half of ``n`` (not under the smallest size),
-    or twice ``n`` where :data:`DOUBLE_SIZE_CALLS` calls of it (8x ``one_s`` each) fit in
-    ``kept_s`` seconds."""
+    or twice ``n`` where its run (:data:`DOUBLE_SIZE_CALLS` calls of 8x ``one_s`` each) fits
+    in ``kept_s`` seconds."""
     if kind == "half":
         return n // 2 if n // 2 >= MIN_MATMUL_N else None
     if kind == "double" and one_s > 0 and 8 * one_s * DOUBLE_SIZE_CALLS <= kept_s:
@@ -588,13 +608,10 @@ def _second_size(kind: str | None, n: int, one_s: float, kept_s: float) -> int |
     return None
 
 
-def _matmul_second(
-    attempt: Callable[..., tuple[float, Timing] | None], n: int, reserved_s: float
-) -> tuple[float, Timing] | None:
-    """The run at the second size; None where it could not be timed (then the first stands).
-    One of its calls may take a third of the time kept for it."""
+def _matmul_second(run: Callable[[int], Timing], n: int) -> Timing | None:
+    """The run at the second size; None where it could not be timed (then the first stands)."""
     try:
-        return attempt(n, slow=reserved_s / DOUBLE_SIZE_CALLS)
+        return run(n)
     except RuntimeError:
         return None
 
@@ -977,7 +994,7 @@ def _best_rate(timing: Timing, work: float) -> float | None:
 
 #: The cases run on every GPU, in order, with their shares at the default budget (15 s a GPU).
 PLAN: tuple[CaseDef, ...] = (
-    CaseDef("gpu_matmul", "matmul", "gpu", 1.6, precision="fp32", peak="gpu_compute"),
+    CaseDef("gpu_matmul", "matmul", "gpu", 2.0, precision="fp32", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.0, precision="tf32", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.0, precision="fp16", peak="gpu_compute"),
     CaseDef("gpu_matmul", "matmul", "gpu", 1.5, precision="bf16", peak="gpu_compute"),
@@ -996,7 +1013,7 @@ PLAN: tuple[CaseDef, ...] = (
         "gpu_sweep",
         "crossover",
         "gpu",
-        1.6,
+        1.2,
         precision="fp32",
         params={"sizes": list(DEFAULT_SWEEP_SIZES)},
     ),
