@@ -62,6 +62,7 @@ def render() -> str:
         ("prefill", rules.prefill),
         ("overhead_s", rules.overhead_s),
         ("moe", rules.moe),
+        ("moe_prefill", rules.moe_prefill),
     ):
         lines.append(f"[{name}]")
         for key, value in table.items():

@@ -214,12 +214,14 @@ def test_calibration_accuracy_does_not_regress() -> None:
     # Instinct runs: 68 % / 89 %, 3.97x). Below the targets (80 % / 95 % held out): Intel's
     # A770, low-bit k-quants of early 2024, MLX's MoE runs on one M1 Ultra, AMD's Instinct GPUs
     # with two sources, single laptops and CPUs spread past one rule a kind.
-    assert ins.n >= 177 and ins.within_125 >= 0.77 and ins.within_150 >= 0.90
+    # (193 rows with the seventh search: in sample 77 % / 92 %, one out 65 % / 89 %, 3.81x)
+    assert ins.n >= 193 and ins.within_125 >= 0.76 and ins.within_150 >= 0.90
     assert ins.worst < 2.7
     assert loso.within_125 >= 0.64 and loso.within_150 >= 0.88 and loso.worst < 4.2
     pre = accuracy(leave_one_source_out(rows, "prefill"))
-    # 53 % / 73 %, worst 3.87x with GGUF engines' FP16 rate (42 % / 65 %, 4.15x before it)
-    assert pre.n >= 78 and pre.within_125 >= 0.5 and pre.within_150 >= 0.7 and pre.worst < 4.2
+    # 86 runs: 50 % / 70 %, worst 2.96x with GGUF engines' FP16 rate and a MoE prefill factor
+    # (78 runs: 42 % / 65 %, 4.15x before both)
+    assert pre.n >= 86 and pre.within_125 >= 0.48 and pre.within_150 >= 0.68 and pre.worst < 3.2
 
 
 def test_gguf_prefill_counts_the_rate_a_geforce_or_radeon_reaches_with_fp16_accumulation() -> None:
@@ -523,3 +525,26 @@ def test_amds_gfx9_gpus_decode_at_their_own_share_and_say_where_no_run_was_measu
     assert "no vllm run was measured on AMD Instinct GPUs" in served.basis
     local = estimate_speed(LLAMA_70B, Q4, context=4096, engine="llama.cpp", device=mi300x)
     assert "measured on AMD Instinct" not in local.basis
+
+
+def test_a_moe_prompt_runs_at_its_familys_moe_prefill_factor_and_mlx_is_not_slowed() -> None:
+    """llama.cpp's MoE prompts ran at about half a dense model's efficiency (an RTX 5090 on
+    Qwen3-30B-A3B at 0.26x of the dense rule, a Strix Halo on it and on gpt-oss-120b at
+    0.47-0.53x); MLX's did not (an M4 Max at 1.04x): a factor per family, none pooled."""
+    rules = load_rules()
+    assert 0.3 < rules.moe_prefill["llama.cpp"] < 0.9
+    assert "*" not in rules.moe_prefill
+    moe, dense = QWEN3_30B_A3B, LLAMA_8B
+    for engine, factor in (("llama.cpp", rules.moe_prefill["llama.cpp"]),
+                           ("mlx", rules.moe_prefill.get("mlx", 1.0)),
+                           ("vllm", 1.0)):  # fmt: skip
+        flat = dataclasses.replace(rules, moe_prefill={})
+        quant = find_quant(
+            "Q4_K_M" if engine == "llama.cpp" else "4bit" if engine == "mlx" else "bf16"
+        )
+        with_it = estimate_speed(moe, quant, context=512, engine=engine, device=GPU, rules=rules)
+        without = estimate_speed(moe, quant, context=512, engine=engine, device=GPU, rules=flat)
+        assert with_it.prefill_tok_s == pytest.approx(without.prefill_tok_s * factor, rel=1e-6)
+        d1 = estimate_speed(dense, quant, context=512, engine=engine, device=GPU, rules=rules)
+        d2 = estimate_speed(dense, quant, context=512, engine=engine, device=GPU, rules=flat)
+        assert d1.prefill_tok_s == pytest.approx(d2.prefill_tok_s)  # a dense model: untouched

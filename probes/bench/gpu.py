@@ -504,12 +504,11 @@ def _matmul_step(gpu: Gpu, precision: str, n: int) -> Callable[[], object]:
 def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run:
     requested = int(case.params.get("n", DEFAULT_MATMUL_N))
     element = _ELEMENT_BYTES[precision]
+
     # Three matrices, plus room for fp8's bf16 staging and output.
-    need = (
-        (lambda n: n * n * (3 * element + 4))
-        if precision == "fp8"
-        else (lambda n: 3 * n * n * element)
-    )
+    def need(n: int) -> float:
+        return n * n * (3 * element + 4) if precision == "fp8" else 3 * n * n * element
+
     n = fit_size(requested, need, gpu.budget(), MIN_MATMUL_N)
     firsts: list[float] = []
     slower = 0
@@ -573,7 +572,7 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     if other and not slower and (budget is None or need(other) <= budget):
         reserved[0] = 0.0
         expected = one * (other / n) ** 3
-        run = _matmul_second(lambda size: second_run(size, expected), other)
+        run = _matmul_second(functools.partial(second_run, expected_call_s=expected), other)
         tried.append(other)
         if run is not None and _rate(run, other) > _rate(timing, n):
             n, timing = other, run

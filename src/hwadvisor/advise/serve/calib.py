@@ -508,7 +508,7 @@ def _tables(
             r = raw_ratio(row, phase, overhead.get(row.family, 0.0))
         if r is None or r <= 0:
             continue
-        if row.geom.moe and phase == "decode":
+        if row.geom.moe:
             moe_rows.append((row, r))
             continue
         f, q, k = row.key()
@@ -525,11 +525,11 @@ def _tables(
         table[f"{f}/*/{k}"] = _shrunk(logs, table[f])
     for (f, q, k), logs in by_fqk.items():
         table[f"{f}/{q}/{k}"] = _shrunk(logs, table[f"{f}/*/{k}"])
-    base = Rules(table, {}, 1.0, 1.0, 1.0, 1.0)
+    base = Rules(table, table, 1.0, 1.0, 1.0, 1.0)
     moe_logs: dict[str, list[float]] = defaultdict(list)
     for row, r in moe_rows:
         f, q, k = row.key()
-        moe_logs[f].append(math.log(r / base.efficiency("decode", f, q, k)))
+        moe_logs[f].append(math.log(r / base.efficiency(phase, f, q, k)))
     # each family's MoE factor from its own MoE runs; ``*``, from every family's, for an engine
     # with none (MLX's factor was 1 until an M1 Ultra's MoE runs came at 0.4-0.7 of it)
     every = [x for logs in moe_logs.values() for x in logs]
@@ -594,7 +594,10 @@ def fit_rules(
         overhead[family] = best
     host = _fit_host(rows)
     decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
-    prefill, _ = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
+    prefill, moe_prefill = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
+    # a family with no MoE prompt measured is not slowed by another's: MLX's MoE prefill runs
+    # at a dense model's efficiency where llama.cpp's runs at about half of it
+    moe_prefill.pop("*", None)
     spread = spread or {}
     rules = Rules(
         decode={k: round(v, 4) for k, v in sorted(decode.items())},
@@ -605,6 +608,7 @@ def fit_rules(
         prefill_high=spread.get("prefill_high", 1.5),
         overhead_s={"*": PRIOR_OVERHEAD_S} | {k: round(v, 6) for k, v in sorted(overhead.items())},
         moe={k: round(v, 4) for k, v in sorted(moe.items())},
+        moe_prefill={k: round(v, 4) for k, v in sorted(moe_prefill.items())},
         host_s=dict(sorted(host.items())),
         prefill_flops_max=_prefill_ceilings(rows),
     )

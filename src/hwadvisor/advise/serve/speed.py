@@ -210,6 +210,10 @@ class Rules:
     moe: dict[str, float] = field(default_factory=dict)
     """A MoE's decode efficiency relative to a dense model's, per engine family (routing,
     more and smaller kernels); ``*`` for a family with no MoE run, fitted on every family's."""
+    moe_prefill: dict[str, float] = field(default_factory=dict)
+    """A MoE's prefill efficiency relative to a dense model's, per engine family (a prompt's
+    tokens are spread over the experts: many small matmuls, not one large one); ``*`` as
+    for ``moe``."""
     host_s: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Eager engines (transformers): the host's time per forward pass, ``fixed + per_layer x
     layers`` seconds, per ``family/kind``. On a GPU the host launches kernels while the GPU
@@ -266,6 +270,7 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
             prefill_high=float(rng.get("prefill_high", 1.5)),
             overhead_s={str(k): float(v) for k, v in data.get("overhead_s", {}).items()},
             moe={str(k): float(v) for k, v in data.get("moe", {}).items()},
+            moe_prefill={str(k): float(v) for k, v in data.get("moe_prefill", {}).items()},
             host_s={str(k): (float(v[0]), float(v[1])) for k, v in data.get("host_s", {}).items()},
             prefill_flops_max={
                 str(k): float(v) for k, v in data.get("prefill_flops_max", {}).items()
@@ -384,6 +389,7 @@ def estimate_speed(
     eff_p = rules.efficiency("prefill", family, quant.family, device.kind)
     if geom.moe:
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
+        eff_p *= rules.moe_prefill.get(family, rules.moe_prefill.get("*", 1.0))
     overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
     host = rules.host_time(family, device.kind, geom.layers)
     if host is not None:
