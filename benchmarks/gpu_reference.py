@@ -44,7 +44,7 @@ def _case(
     variant: str | None = None,
     **params: Any,
 ) -> dict[str, Any]:
-    tag = "-".join(f"{k}{v}" for k, v in params.items() if k != "warmup_s")
+    tag = "-".join(f"{k}{v}" for k, v in params.items() if k not in ("warmup_s", "one_size"))
     return {
         "id": f"{device}.{case}.{precision or '-'}.{variant or '-'}.{tag}",
         "title": case,
@@ -72,8 +72,9 @@ def default_cases(device: str) -> list[dict[str, Any]]:
 def reference_cases(device: str) -> list[dict[str, Any]]:
     """Longer runs of the same cases, over a sweep of sizes: about 70 s on an H100."""
     w = REFERENCE_WARMUP_S
+    # each size of the sweep on its own: the scan's second size (half or twice n) is not tried
     cases = [
-        _case(device, "gpu_matmul", "matmul", 2.0, p, n=n, warmup_s=w)
+        _case(device, "gpu_matmul", "matmul", 2.0, p, n=n, warmup_s=w, one_size=1)
         for p in ("bf16", "fp16", "tf32", "fp32")
         for n in MATMUL_SWEEP
     ]

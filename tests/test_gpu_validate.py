@@ -499,6 +499,7 @@ def test_every_reference_case_runs_and_reads_its_size(
         for key in ("n", "batch"):
             if key in params:
                 assert m.params[key] == params[key], case.id
+        assert "sizes_tried" not in m.params, case.id  # the sweep's size, and only it
         measured.append(m.model_dump(mode="json"))
     assert len(measured) == len(reference.reference_cases("cuda:0"))
     rows = reference.compare(measured, measured)

@@ -552,7 +552,8 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     # the time kept for it, and the faster of the two is the figure. FP32 without tensor
     # cores goes the other way (the H200's fp32 ran 2-5 % faster at 16384): where twice the
     # size fits the memory and its run fits the share kept, it is timed too.
-    second = SECOND_SIZE.get(precision)
+    # ``one_size`` (the reference sweep's cases): the size asked for, and only it
+    second = None if case.params.get("one_size") else SECOND_SIZE.get(precision)
     reserved = [SECOND_SIZE_SHARE[second] if second else 0.0]
     halvings = 0
     while True:
