@@ -669,9 +669,16 @@ def test_matmul_halves_n_on_out_of_memory_and_records_the_size_used(
     assert 1024 * 1024 * 4 in torch.allocations and 512 * 512 * 4 in torch.allocations
 
 
-@pytest.mark.parametrize("half_faster", [True, False])
-def test_a_tensor_core_matmul_is_also_timed_at_half_the_size_and_the_faster_stands(
-    half_faster: bool,
+@pytest.mark.parametrize("second_faster", [True, False])
+@pytest.mark.parametrize(
+    ("precision", "n", "second"),
+    [("bf16", 512, 256), ("fp32", 256, 512)],  # tensor cores: half the size; fp32: twice
+)
+def test_a_matmul_is_also_timed_at_a_second_size_and_the_faster_stands(
+    precision: str,
+    n: int,
+    second: int,
+    second_faster: bool,
     real_torch: Any,
     no_nvml: None,
     never_slow: None,
@@ -680,44 +687,20 @@ def test_a_tensor_core_matmul_is_also_timed_at_half_the_size_and_the_faster_stan
     rate = gpu._rate
     seen: list[int] = []
 
-    def biased(timing: Any, n: int) -> float:
-        seen.append(n)
-        return rate(timing, n) * (1e6 if (n == 256) == half_faster else 1.0)
-
-    monkeypatch.setattr(gpu, "_rate", biased)
-    torch = CpuAsCuda(real_torch, FakeCuda())
-    (m,) = run_case(spec("gpu_matmul", "matmul", precision="bf16", params={"n": 512}), torch)
-    assert_ok(m)
-    assert m.params["sizes_tried"] == "512,256" and sorted(seen) == [256, 512]
-    assert m.params["n"] == (256 if half_faster else 512)
-    assert m.params["requested_n"] == 512
-
-
-@pytest.mark.parametrize("double_faster", [True, False])
-def test_a_fast_fp32_matmul_is_also_timed_at_twice_the_size_and_the_faster_stands(
-    double_faster: bool,
-    real_torch: Any,
-    no_nvml: None,
-    never_slow: None,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    rate = gpu._rate
-    seen: list[int] = []
-
-    def biased(timing: Any, n: int) -> float:
-        seen.append(n)
-        return rate(timing, n) * (1e6 if (n == 512) == double_faster else 1.0)
+    def biased(timing: Any, size: int) -> float:
+        seen.append(size)
+        return rate(timing, size) * (1e6 if (size == second) == second_faster else 1.0)
 
     monkeypatch.setattr(gpu, "_rate", biased)
     monkeypatch.setattr(gpu, "DOUBLE_SIZE_CALLS", 1e-6)  # the doubled size always fits the time
     torch = CpuAsCuda(real_torch, FakeCuda())
-    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp32", params={"n": 256}), torch)
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision=precision, params={"n": n}), torch)
     assert_ok(m)
-    assert m.params["sizes_tried"] == "256,512" and sorted(seen) == [256, 512]
-    assert m.params["n"] == (512 if double_faster else 256)
-    assert m.params["requested_n"] == 256
-    if double_faster:
-        # the doubled size's figure rests on three blocks or more, even past the case's share
+    assert m.params["sizes_tried"] == f"{n},{second}" and sorted(seen) == sorted([n, second])
+    assert m.params["n"] == (second if second_faster else n)
+    assert m.params["requested_n"] == n
+    if second_faster:
+        # the second size's figure rests on three blocks or more, even past the case's share
         # (a real H200's fp32 at 16384 was one block, low confidence, before)
         assert m.blocks >= gpu.SECOND_SIZE_BLOCKS
 
