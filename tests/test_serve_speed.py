@@ -254,6 +254,15 @@ def test_gguf_prefill_counts_the_rate_a_geforce_or_radeon_reaches_with_fp16_accu
     a100, rtx = prefill("A100 SXM4 80GB", "llama.cpp"), prefill("RTX 3090", "llama.cpp")
     assert a100.prefill_tok_s / rtx.prefill_tok_s == pytest.approx(312 / (2 * 71.16), rel=0.02)
     assert "71.2 listed x 2: the FP16 rate" in rtx.basis and "listed x" not in a100.basis
+    # an FP4 GGUF (MXFP4) is multiplied at the FP16 rate, not at the FP8 figure vLLM uses
+    for gpu in ("RTX 5080", "H100 SXM", "RTX 3090"):
+        row = find_gpu_peak(gpu)
+        assert row is not None and row.fp16_tflops
+        fp4 = catalog_devices(row, 1, "fp4")
+        assert fp4 is not None
+        assert fp4[0].flops_s == (row.fp8_tflops or row.fp16_tflops) * 1e12
+        gguf = fp4[0].flops_s * fp4[0].fast_matmul
+        assert gguf == pytest.approx(row.fp16_tflops * 1e12 * fast_matmul_factor(row))
     a100, rtx = prefill("A100 SXM4 80GB", "vllm"), prefill("RTX 3090", "vllm")
     assert a100.prefill_tok_s / rtx.prefill_tok_s == pytest.approx(312 / 71.16, rel=0.02)
     assert "listed x" not in rtx.basis

@@ -84,6 +84,9 @@ def catalog_devices(
     flops = peak_flops(row, quant_family)
     if not (row.memory_gb and row.bandwidth_gbs and flops):
         return None
+    # GGUF engines multiply an FP8/FP4 format (MXFP4) at their FP16 rate, not the FP8 figure
+    sixteen = peak_flops(row, "float") or flops
+    fast = fast_matmul_factor(row) * sixteen / flops
     speed = DeviceSpeed(
         bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
         flops_s=flops,
@@ -91,7 +94,7 @@ def catalog_devices(
         count=count,
         link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
         measured=False,
-        fast_matmul=fast_matmul_factor(row),
+        fast_matmul=fast,
     )
     memory = DeviceMemory(
         kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
@@ -192,7 +195,8 @@ class DeviceSpeed:
     note: str | None = None
     """How a measured figure became the bandwidth used (said in ``basis``)."""
     fast_matmul: float = 1.0
-    """:func:`fast_matmul_factor` of the GPU: GGUF engines' prefill runs at ``flops_s`` times it."""
+    """GGUF engines' prefill runs at ``flops_s`` times it: :func:`fast_matmul_factor` of the
+    GPU, over FP16's figure where ``flops_s`` is FP8's (an FP8 or FP4 format)."""
 
 
 @dataclass(frozen=True)
