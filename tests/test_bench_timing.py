@@ -205,3 +205,12 @@ def test_memory_error_counts_when_the_predicate_says_so() -> None:
     run_at, _ = _oom_until(100, MemoryError("can't allocate"))
     _, size, halvings = halve_on_oom(run_at, 400, min_size=1, is_oom=lambda e: True)
     assert (size, halvings) == (100, 2)
+
+
+@pytest.mark.parametrize("at_least", [1, 2, 3, 5])
+def test_at_least_that_many_blocks_are_measured_whatever_the_time_left(at_least: int) -> None:
+    """A second matmul size's figure must rest on three blocks (a real H200's rested on one,
+    low confidence, when its warm-up took the time kept for it)."""
+    kernel = FakeKernel(alternating(0.5, 1.0))  # every call is past the share
+    timing = run(kernel, max_seconds=0.1, warmup_s=0.0, at_least=at_least)
+    assert timing.blocks == at_least

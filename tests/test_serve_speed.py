@@ -557,3 +557,21 @@ def test_a_moe_prompt_runs_at_its_familys_moe_prefill_factor_and_mlx_is_not_slow
         d1 = estimate_speed(dense, quant, context=512, engine=engine, device=GPU, rules=rules)
         d2 = estimate_speed(dense, quant, context=512, engine=engine, device=GPU, rules=flat)
         assert d1.prefill_tok_s == pytest.approx(d2.prefill_tok_s)  # a dense model: untouched
+
+
+def test_a_moe_prompt_on_a_capped_gpu_tops_out_at_the_ceiling_times_its_moe_factor() -> None:
+    """An H200's gpt-oss-20b prefill in llama.cpp had met the dense ceiling (201 TFLOPS done,
+    an RTX 4090 on a dense model): a MoE's kernels top out lower by its MoE factor."""
+    rules = load_rules()
+    ceiling = rules.prefill_flops_max["llama.cpp"]
+    factor = rules.moe_prefill["llama.cpp"]
+    fast = DeviceSpeed(4.8e12, 989e12, kind="gpu")
+    quant = find_quant("Q4_K_M")
+    moe = estimate_speed(QWEN3_30B_A3B, quant, context=512, engine="llama.cpp", device=fast,
+                         rules=rules)  # fmt: skip
+    dense = estimate_speed(LLAMA_8B, quant, context=512, engine="llama.cpp", device=fast,
+                           rules=rules)  # fmt: skip
+    from hwadvisor.advise.serve.speed import prefill_flops_per_token as per_token
+
+    assert moe.prefill_tok_s * per_token(QWEN3_30B_A3B, 512) == pytest.approx(ceiling * factor)
+    assert dense.prefill_tok_s * per_token(LLAMA_8B, 512) == pytest.approx(ceiling)

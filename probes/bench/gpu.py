@@ -545,6 +545,7 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
             event_block(gpu.cuda, step),
             max_seconds=max(remaining(case, started), floor_s),
             warmup_s=0.0,
+            at_least=SECOND_SIZE_BLOCKS,
         )
 
     # Tensor-core matmuls peak below the largest size on some GPUs (an H200 ran bf16 5-10 %

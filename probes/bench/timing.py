@@ -70,12 +70,14 @@ def measure(
     min_blocks: int = 4,
     max_blocks: int = 200,
     stop_spread: float = 0.03,
+    at_least: int = 1,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
     """Warm up, then time blocks of repetitions until the spread is below ``stop_spread`` (after
     at least ``min_blocks``) or ``max_seconds`` (warm-up included) is spent.
 
-    At least one block is always measured, even when the warm-up used the whole share.
+    At least ``at_least`` blocks (one by default) are always measured, even when the warm-up
+    used the whole share.
     """
     start = clock()
     timing = Timing()
@@ -99,7 +101,7 @@ def measure(
         if n >= max_blocks:
             reason = "block limit"
             break
-        if clock() - start >= max_seconds:
+        if clock() - start >= max_seconds and timing.blocks >= at_least:
             break
     timing.total_seconds = clock() - start
     timing.stopped_because = reason

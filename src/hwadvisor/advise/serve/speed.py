@@ -423,6 +423,9 @@ def estimate_speed(
     # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
     # estimated to do (a data-center GPU's tensor peak is not what llama.cpp's kernels reach).
     ceiling = rules.prefill_flops_max.get(family)
+    if ceiling is not None and geom.moe:
+        # a MoE's kernels top out lower, by the same factor as its efficiency
+        ceiling *= rules.moe_prefill.get(family, 1.0)
     capped = ceiling is not None and peak * eff_p > ceiling
     prefill_flops = (min(peak * eff_p, ceiling) if ceiling else peak * eff_p) * scale
     offload = min(max(offload_fraction, 0.0), 1.0)
