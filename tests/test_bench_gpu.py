@@ -742,21 +742,36 @@ def test_the_second_matmul_size_over_a_grid() -> None:
         assert set(doubled) <= {2 * n, None}
 
 
-def test_a_half_size_that_fails_leaves_the_first_figure(
-    real_torch: Any, no_nvml: None, never_slow: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("precision", "n", "second", "error"),
+    [
+        ("fp16", 512, 256, "CUDA error: an illegal memory access was encountered"),
+        ("fp32", 256, 512, "CUDA out of memory. Tried to allocate 3.00 MiB"),
+    ],
+)
+def test_a_second_size_that_fails_leaves_the_first_figure(
+    precision: str,
+    n: int,
+    second: int,
+    error: str,
+    real_torch: Any,
+    no_nvml: None,
+    never_slow: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     step = gpu._matmul_step
 
-    def failing(g: Any, precision: str, n: int) -> Any:
-        if n == 256:
-            raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return step(g, precision, n)
+    def failing(g: Any, precision: str, size: int) -> Any:
+        if size == second:
+            raise RuntimeError(error)
+        return step(g, precision, size)
 
     monkeypatch.setattr(gpu, "_matmul_step", failing)
+    monkeypatch.setattr(gpu, "DOUBLE_SIZE_CALLS", 1e-6)  # the doubled size always fits the time
     torch = CpuAsCuda(real_torch, FakeCuda())
-    (m,) = run_case(spec("gpu_matmul", "matmul", precision="fp16", params={"n": 512}), torch)
+    (m,) = run_case(spec("gpu_matmul", "matmul", precision=precision, params={"n": n}), torch)
     assert_ok(m)
-    assert m.params["n"] == 512 and m.params["sizes_tried"] == "512,256"
+    assert m.params["n"] == n and m.params["sizes_tried"] == f"{n},{second}"
 
 
 def test_matmul_out_of_memory_at_the_smallest_size_is_an_error(

@@ -532,18 +532,16 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
         )
         return firsts[0], timing
 
-    def second_run(n: int, expected_call_s: float) -> Timing:
-        """The run at the second size. The GPU is warm from the first: two calls of warm-up,
-        then blocks until the case's time is spent, but at least SECOND_SIZE_BLOCKS of them
-        (a figure of fewer blocks is low confidence), past the case's share if need be."""
+    def second_run(n: int) -> Timing:
+        """The run at the second size. The GPU is warm from the first: no warm-up beyond
+        measure's two calls, then blocks until the case's time is spent, but at least
+        SECOND_SIZE_BLOCKS of them (a figure of fewer is low confidence), past the case's
+        share if need be."""
         step = _matmul_step(gpu, precision, n)
         first_call(gpu, step)
-        # two calls of warm-up, then blocks of a call or more (measure's blocks are 30 ms or
-        # longer, one call where a call is longer)
-        floor_s = 2 * expected_call_s + (SECOND_SIZE_BLOCKS + 1) * max(expected_call_s, 0.06)
         return measure(
             event_block(gpu.cuda, step),
-            max_seconds=max(remaining(case, started), floor_s),
+            max_seconds=remaining(case, started),
             warmup_s=0.0,
             at_least=SECOND_SIZE_BLOCKS,
         )
@@ -573,8 +571,10 @@ def _matmul_run(case: CaseSpec, gpu: Gpu, precision: str, started: float) -> Run
     budget = gpu.budget()
     if other and not slower and (budget is None or need(other) <= budget):
         reserved[0] = 0.0
-        expected = one * (other / n) ** 3
-        run = _matmul_second(functools.partial(second_run, expected_call_s=expected), other)
+        try:
+            run: Timing | None = second_run(other)
+        except RuntimeError:  # out of memory or a failed kernel: the first size stands
+            run = None  # (the case's end empties the cache)
         tried.append(other)
         if run is not None and _rate(run, other) > _rate(timing, n):
             n, timing = other, run
@@ -607,14 +607,6 @@ def _second_size(kind: str | None, n: int, one_s: float, kept_s: float) -> int |
     if kind == "double" and one_s > 0 and 8 * one_s * DOUBLE_SIZE_CALLS <= kept_s:
         return 2 * n
     return None
-
-
-def _matmul_second(run: Callable[[int], Timing], n: int) -> Timing | None:
-    """The run at the second size; None where it could not be timed (then the first stands)."""
-    try:
-        return run(n)
-    except RuntimeError:
-        return None
 
 
 def _rate(timing: Timing, n: int) -> float:

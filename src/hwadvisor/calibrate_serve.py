@@ -90,7 +90,7 @@ def match_model(record: SpeedRecord) -> tuple[LlmGeometry | None, str]:
 def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware | None, str]:
     """The device the record names (the GPU catalog's peak figures), or else the profile's
     machine (its measured figures): its GPU for a GPU backend, its CPU for the CPU."""
-    from hwadvisor.advise.serve.speed import DeviceSpeed, base_kind, fast_matmul_factor, gpu_kind
+    from hwadvisor.advise.serve.speed import base_kind, catalog_devices
     from hwadvisor.catalog.peaks import find_gpu_peak
 
     backend = (record.backend or "").upper()
@@ -99,17 +99,10 @@ def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware
         peak = find_gpu_peak(record.device)
         if peak is None:
             return None, f"GPU {record.device!r} is not in the GPU catalog"
-        tflops = peak.fp16_tflops or peak.bf16_tflops or peak.fp32_tflops
-        if not (peak.bandwidth_gbs and tflops):
-            return None, f"the GPU catalog has no bandwidth or FLOPs for {peak.name}"
-        kind = gpu_kind(peak.vendor, peak.target, peak.architecture)
-        speed = DeviceSpeed(
-            peak.bandwidth_gbs * 1e9,
-            tflops * 1e12,
-            kind,
-            measured=False,
-            fast_matmul=fast_matmul_factor(peak),
-        )
+        devices = catalog_devices(peak, 1, "float")
+        if devices is None:
+            return None, f"the GPU catalog has no bandwidth, FLOPs or memory for {peak.name}"
+        speed = devices[0]
         return Hardware(peak.name, speed), ""
     want = "gpu" if on_gpu else "cpu"
     for hw in machine:

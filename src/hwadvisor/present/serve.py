@@ -153,7 +153,6 @@ def shown_options(a: InferenceAdvice) -> list[InferenceEstimate]:
         if (
             chosen is not None
             and chosen not in options
-            and chosen not in own
             and (chosen.hardware, chosen.gpus) not in mine
         ):
             options.insert(0, chosen)

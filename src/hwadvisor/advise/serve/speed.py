@@ -216,8 +216,8 @@ class Rules:
     more and smaller kernels); ``*`` for a family with no MoE run, fitted on every family's."""
     moe_prefill: dict[str, float] = field(default_factory=dict)
     """A MoE's prefill efficiency relative to a dense model's, per engine family (a prompt's
-    tokens are spread over the experts: many small matmuls, not one large one); ``*`` as
-    for ``moe``."""
+    tokens are spread over the experts: many small matmuls, not one large one); no ``*``: a
+    family with no MoE prompt measured keeps a dense model's efficiency."""
     host_s: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Eager engines (transformers): the host's time per forward pass, ``fixed + per_layer x
     layers`` seconds, per ``family/kind``. On a GPU the host launches kernels while the GPU
@@ -391,9 +391,10 @@ def estimate_speed(
     family = engine_family(engine)
     eff_d = rules.efficiency("decode", family, quant.family, device.kind)
     eff_p = rules.efficiency("prefill", family, quant.family, device.kind)
+    moe_prefill = rules.moe_prefill.get(family, 1.0) if geom.moe else 1.0
     if geom.moe:
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
-        eff_p *= rules.moe_prefill.get(family, rules.moe_prefill.get("*", 1.0))
+        eff_p *= moe_prefill
     overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
     host = rules.host_time(family, device.kind, geom.layers)
     if host is not None:
@@ -423,9 +424,9 @@ def estimate_speed(
     # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
     # estimated to do (a data-center GPU's tensor peak is not what llama.cpp's kernels reach).
     ceiling = rules.prefill_flops_max.get(family)
-    if ceiling is not None and geom.moe:
+    if ceiling is not None:
         # a MoE's kernels top out lower, by the same factor as its efficiency
-        ceiling *= rules.moe_prefill.get(family, 1.0)
+        ceiling *= moe_prefill
     capped = ceiling is not None and peak * eff_p > ceiling
     prefill_flops = (min(peak * eff_p, ceiling) if ceiling else peak * eff_p) * scale
     offload = min(max(offload_fraction, 0.0), 1.0)
