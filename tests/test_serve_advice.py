@@ -620,3 +620,62 @@ def test_tensorrt_llm_fp8_is_never_sized_or_rented_on_a_gpu_before_ada(
     vllm = serve_advice(None, build_request("llama-3.1-8b", engine="vllm", quant="fp8",
                                             assume_gpu=("RTX 3090",)))  # fmt: skip
     assert any(e.origin == "assumed" and e.decode_tok_s for e in vllm.estimates)
+
+
+def test_the_default_context_is_the_models_window_where_that_is_shorter() -> None:
+    llama2 = _advice(model="llama-2-7b", quant="Q4_0")
+    assert llama2.context == 4096  # Llama 2 was trained on 4,096 tokens
+    assert not any("window" in c for c in llama2.caveats)
+    assert _advice(model="llama-3.1-8b", quant="Q4_K_M").context == 8192
+    asked = _advice(model="llama-2-7b", quant="Q4_0", context=16384)
+    assert asked.context == 16384  # what the user asked for is sized, and the caveat says why
+    assert any("4,096-token window" in c for c in asked.caveats)
+    assert asked.this_machine is not None and llama2.this_machine is not None
+    assert asked.this_machine.memory.kv_bytes == 4 * llama2.this_machine.memory.kv_bytes
+
+
+def test_decode_is_at_a_replys_middle_and_the_full_context_figure_is_beside_it() -> None:
+    a = _advice(
+        model="llama-2-7b", quant="Q4_0", context=4096, prompt_tokens=1000, reply_tokens=200
+    )
+    for e in a.estimates:
+        if not e.fits_memory or e.decode_tok_s is None:
+            continue
+        assert e.decode_full_context_tok_s is not None
+        assert e.decode_full_context_tok_s < e.decode_tok_s
+    # a prompt past the context: decode is at the context, and no second figure
+    b = _advice(model="llama-2-7b", quant="Q4_0", context=512, prompt_tokens=1000)
+    assert all(e.decode_full_context_tok_s is None for e in b.estimates)
+
+
+@pytest.mark.parametrize("users", [1, 8])
+@pytest.mark.parametrize("context", [2048, 32768, 131072])
+def test_users_at_target_never_exceed_the_contexts_the_memory_holds(
+    users: int, context: int
+) -> None:
+    a = _advice(model="llama-3.1-8b", quant="Q4_K_M", context=context, users=users, target_tok_s=1)
+    for e in a.estimates:
+        if e.users_at_target is None:
+            continue
+        m = e.memory
+        kv_one = m.kv_bytes / users
+        held = m.weights_bytes + m.buffers_bytes + m.runtime_bytes + e.users_at_target * kv_one
+        assert held <= m.usable_bytes * (1 + 1e-9), e.hardware
+        if e.meets_target:
+            assert e.users_at_target >= users
+
+
+def test_an_assumed_gpu_gets_its_own_verdict_line() -> None:
+    from hwadvisor.present.serve import verdict_lines
+
+    a = serve_advice(
+        None, ServeRequest(model="llama-3.1-8b", quant="Q4_K_M", assume_gpu=("RTX 3070",))
+    )
+    lines = verdict_lines(a)
+    own = [line for line in lines if line.startswith("GeForce RTX 3070 ")]
+    assert len(own) == 1 and "serves it: fits" in own[0] and "decode" in own[0]
+    big = serve_advice(
+        None, ServeRequest(model="llama-3.1-70b", quant="F16", assume_gpu=("RTX 3070",))
+    )
+    own = [line for line in verdict_lines(big) if line.startswith("GeForce RTX 3070 ")]
+    assert len(own) == 1 and "is not enough: does not fit" in own[0]

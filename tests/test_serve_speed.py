@@ -575,3 +575,29 @@ def test_a_moe_prompt_on_a_capped_gpu_tops_out_at_the_ceiling_times_its_moe_fact
 
     assert moe.prefill_tok_s * per_token(QWEN3_30B_A3B, 512) == pytest.approx(ceiling * factor)
     assert dense.prefill_tok_s * per_token(LLAMA_8B, 512) == pytest.approx(ceiling)
+
+
+@pytest.mark.parametrize("context", [1024, 8192, 65536])
+def test_decode_is_timed_at_the_depth_asked_and_given_with_the_context_full(context: int) -> None:
+    def at(depth: int | None, users: int = 1) -> ServeSpeed:
+        return estimate_speed(
+            LLAMA_8B, Q4, context=context, engine="llama.cpp", device=GPU, rules=FLAT,
+            depth=depth, users=users, target_tok_s=5.0,
+        )  # fmt: skip
+
+    full = at(None)
+    assert full.decode_full_context_tok_s is None  # timed at the context already
+    depths = sorted([0, 128, 640, context // 2, context, 4 * context])
+    speeds = [at(d) for d in depths]
+    # Deeper reads more KV: never faster; past the context it is the context's.
+    for a, b in itertools.pairwise(speeds):
+        assert b.decode_tok_s <= a.decode_tok_s
+        assert b.per_user_tok_s <= a.per_user_tok_s
+    assert speeds[-1].decode_tok_s == pytest.approx(full.decode_tok_s)
+    for d, s in zip(depths, speeds, strict=True):
+        if d < context:
+            # one user with the whole context: the step at the context's depth
+            assert s.decode_full_context_tok_s == pytest.approx(full.decode_tok_s)
+            assert s.decode_tok_s > full.decode_tok_s
+        per_token = WEIGHTS_8B_Q4 + 2 * 32 * 8 * 128 * 2 * min(d, context)
+        assert s.bytes_per_token == pytest.approx(per_token)

@@ -164,7 +164,11 @@ QuantOpt = Annotated[
 ]
 ContextOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--context", metavar="TOKENS", help="With --serve: context length (8192)."),
+    typer.Option(
+        "--context",
+        metavar="TOKENS",
+        help="With --serve: context length (8192, or the model's own window where shorter).",
+    ),
 ]
 EngineOpt = Annotated[
     Optional[str],  # noqa: UP045

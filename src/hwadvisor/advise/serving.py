@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
-from hwadvisor.advise.serve.memory import DeviceMemory, plan_serve_memory
+from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import (
+    MAX_USERS,
     DeviceSpeed,
     catalog_devices,
     estimate_speed,
@@ -78,12 +79,18 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The context sized when none is given (a model trained on fewer gets its own window).
+DEFAULT_CONTEXT = 8192
+
+
 @dataclass(frozen=True)
 class ServeRequest:
     model: str
     """A catalog name, alias or Hugging Face id, or a local config.json/GGUF/safetensors file."""
     quant: str | None = None
-    context: int = 8192
+    context: int | None = None
+    """Tokens of context each user's KV cache holds (None: :data:`DEFAULT_CONTEXT`, or the
+    model's own window where that is shorter)."""
     engine: str = "llama.cpp"
     users: int = 1
     target_tok_s: float = 10.0
@@ -489,7 +496,7 @@ def _estimate(
     plan = plan_serve_memory(
         geom,
         quant,
-        context=req.context,
+        context=_context(req),
         sequences=req.users,
         engine=req.engine,
         kv_cache=req.kv_cache,
@@ -498,7 +505,8 @@ def _estimate(
     speed = estimate_speed(
         geom,
         quant,
-        context=req.context,
+        context=_context(req),
+        depth=reply_depth(req),
         engine=req.engine,
         device=c.speed,
         users=req.users,
@@ -507,11 +515,14 @@ def _estimate(
         target_tok_s=req.target_tok_s,
     )
     per_user = speed.per_user_tok_s
+    users_at_target = speed.users_at_target
+    if users_at_target is not None:
+        users_at_target = min(users_at_target, users_memory_holds(plan))
     meets = bool(
         plan.fits
         and per_user is not None
         and per_user >= req.target_tok_s
-        and (speed.users_at_target is None or speed.users_at_target >= req.users)
+        and (users_at_target is None or users_at_target >= req.users)
     )
     gpus = max(1, c.gpus // c.nodes) if c.gpus else 0
     family = getattr(quant, "family", "float")
@@ -561,11 +572,12 @@ def _estimate(
         decode_tok_s=speed.decode_tok_s,
         decode_low_tok_s=speed.decode_low,
         decode_high_tok_s=speed.decode_high,
+        decode_full_context_tok_s=speed.decode_full_context_tok_s,
         prefill_tok_s=speed.prefill_tok_s,
         time_to_first_token_s=speed.ttft_s,
         throughput_tok_s=speed.throughput_tok_s,
         per_user_tok_s=per_user,
-        users_at_target=speed.users_at_target,
+        users_at_target=users_at_target,
         meets_target=meets,
         measured=c.speed.measured,
         basis=speed.basis,
@@ -582,10 +594,38 @@ def _estimate(
     )
 
 
+def users_memory_holds(plan: ServeMemory) -> int:
+    """How many users' whole contexts the memory left after the weights, buffers and runtime
+    holds (a speed that would serve more is no use past it)."""
+    if plan.kv_per_sequence_bytes <= 0:
+        return MAX_USERS
+    pool = plan.usable_bytes - plan.weights_bytes - plan.buffers_bytes - plan.runtime_bytes
+    return max(0, min(MAX_USERS, int(pool // plan.kv_per_sequence_bytes)))
+
+
 def _cost_key(e: InferenceEstimate) -> tuple[bool, float, float]:
     price = e.purchase_cost if e.purchase_cost is not None else math.inf
     hourly = e.hourly_cost if e.hourly_cost is not None else math.inf
     return (price == math.inf and hourly == math.inf, price, hourly)
+
+
+def with_context(request: ServeRequest, geom: LlmGeometry) -> ServeRequest:
+    """``request`` with its context settled: the one given, else :data:`DEFAULT_CONTEXT` or
+    the model's own window where that is shorter (Llama 2's 4,096)."""
+    if request.context is not None:
+        return request
+    window = geom.max_context or DEFAULT_CONTEXT
+    return dataclasses.replace(request, context=min(DEFAULT_CONTEXT, window))
+
+
+def reply_depth(request: ServeRequest) -> int:
+    """The KV depth decode is timed at: a reply's middle (its prompt and half the reply),
+    as the serving benchmarks the model is fitted to count it, never past the context."""
+    return min(_context(request), request.prompt_tokens + request.reply_tokens // 2)
+
+
+def _context(request: ServeRequest) -> int:
+    return request.context if request.context is not None else DEFAULT_CONTEXT
 
 
 def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
@@ -594,7 +634,7 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
     if request.engine not in ENGINES:
         raise UsageError(f"--engine {request.engine!r}: choose one of {', '.join(ENGINES)}")
     for name, value in (
-        ("--context", request.context),
+        ("--context", _context(request)),
         ("--users", request.users),
         ("--prompt-tokens", request.prompt_tokens),
         ("--reply-tokens", request.reply_tokens),
@@ -634,6 +674,7 @@ def serve_advice(
     assumed and catalog hardware only); ``checked`` is what :func:`check_request` already
     returned for it (a model file is read once)."""
     geom, quant = checked if checked is not None else check_request(request)
+    request = with_context(request, geom)
     prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
     candidates = machine_options(profile) if profile is not None else []
@@ -665,7 +706,7 @@ def serve_advice(
     priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}
     # What any option must hold at least: the weights and every user's KV cache.
     weights = geom.params_total * quant.bits_per_weight / 8 + geom.kv_bytes(
-        request.context, kv_bytes_per_value(request.kv_cache), request.users
+        _context(request), kv_bytes_per_value(request.kv_cache), request.users
     )
     for name in sorted(priced):
         row = catalog.get(name)
@@ -733,6 +774,12 @@ def serve_advice(
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
         )
     caveats = []
+    if geom.max_context and _context(request) > geom.max_context:
+        caveats.append(
+            f"{geom.name} was trained on a {geom.max_context:,}-token window: "
+            f"{_context(request):,} tokens are sized as asked, but past its window it needs "
+            "RoPE scaling and answers worse"
+        )
     if request.engine in ENGINE_HARDWARE and not any(e.origin == "catalog" for e in estimates):
         caveats.append(
             f"{runs_on_words(request.engine)}, and the price catalog holds none to compare: "
@@ -755,7 +802,7 @@ def serve_advice(
         params_active=geom.params_active,
         quant=quant.name,
         bits_per_weight=quant.bits_per_weight,
-        context=request.context,
+        context=_context(request),
         engine=request.engine,
         users=request.users,
         target_tok_s=request.target_tok_s,

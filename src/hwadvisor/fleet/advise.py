@@ -230,18 +230,11 @@ def serve_request(model: str, **given: Any) -> tuple[Any, str, str]:
     """The ``ServeRequest`` of ``--serve MODEL`` (a preset's fields, then the options given),
     with the model's name and quantization, checked now: a bad engine, number, model or
     quantization is a usage error before any host is read."""
-    from hwadvisor.advise.serving import build_request
+    from hwadvisor.advise.serving import build_request, check_request, with_context
 
     request = build_request(model, **given)
-    return (request, *check_serve_request(request))
-
-
-def check_serve_request(request: Any) -> tuple[str, str]:
-    """The model's name and the quantization ``serve_advice`` will use; raises what it would."""
-    from hwadvisor.advise.serving import check_request
-
     geom, quant = check_request(request)
-    return geom.name, quant.name
+    return with_context(request, geom), geom.name, quant.name
 
 
 def _serve_verdict(e: Any, users: int) -> tuple[int, str]:

@@ -37,6 +37,9 @@ class InferenceEstimate(StrictModel):
     decode_tok_s: float | None = None
     decode_low_tok_s: float | None = None
     decode_high_tok_s: float | None = None
+    decode_full_context_tok_s: float | None = None
+    """One user's decode with the whole context in the KV cache (``decode_tok_s`` is at the
+    middle of a reply: the prompt and half the reply)."""
     prefill_tok_s: float | None = None
     time_to_first_token_s: float | None = None
     throughput_tok_s: float | None = None

@@ -37,7 +37,12 @@ def _speed(e: InferenceEstimate, users: int = 1) -> str:
         return "speed unknown"
     low, high = e.decode_low_tok_s, e.decode_high_tok_s
     span = f" ({_tok(low)}–{_tok(high)})" if low is not None and high is not None else ""
-    out = f"decode {_tok(e.decode_tok_s)} tok/s{span}, prefill {_tok(e.prefill_tok_s)} tok/s"
+    full = e.decode_full_context_tok_s
+    out = (
+        f"decode {_tok(e.decode_tok_s)} tok/s{span}"
+        + (f", {_tok(full)} with the context full" if full is not None else "")
+        + f", prefill {_tok(e.prefill_tok_s)} tok/s"
+    )
     if users > 1 and e.throughput_tok_s and e.per_user_tok_s:
         out += (
             f"; {users} users: {_tok(e.throughput_tok_s)} tok/s of replies together, "
@@ -87,16 +92,16 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     if h is None:
         machine = f"This machine: {a.this_machine_note or 'not sized'}."
     else:
-        fit = (
-            f"fits ({_gib(h.memory_needed_bytes)} of {_gib(h.memory_available_bytes)})"
-            if h.fits_memory
-            else f"does not fit ({_gib(h.memory_needed_bytes)} needed, "
-            f"{_gib(h.memory_available_bytes)} usable)"
-        )
         ok = "serves it, nothing to buy" if here_serves else "is not enough"
-        machine = f"This machine ({h.hardware.removeprefix('this machine: ')}) {ok}: {fit}" + (
-            f", {_speed(h, a.users)}" if h.fits_memory else ""
-        )
+        label = f"This machine ({h.hardware.removeprefix('this machine: ')})"
+        machine = _own_line(label, ok, h, a.users)
+    # the GPUs the user asked about (--assume-gpu) get their answer before what to buy
+    assumed = [
+        _own_line(e.hardware, "serves it" if e.meets_target else "is not enough", e, a.users)
+        for e in a.estimates
+        if e.origin == "assumed"
+    ]
+    lines += assumed
     rent_line = None
     c = a.cheapest_to_rent
     if c is not None and c is not r and c.hourly_cost is not None:
@@ -124,6 +129,17 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         if h is not None:
             lines += [f"  - {s}" for s in h.suggestions[:3]]
     return lines
+
+
+def _own_line(label: str, ok: str, e: InferenceEstimate, users: int) -> str:
+    """A machine the user has or named: whether it serves the model, its fit and speed."""
+    fit = (
+        f"fits ({_gib(e.memory_needed_bytes)} of {_gib(e.memory_available_bytes)})"
+        if e.fits_memory
+        else f"does not fit ({_gib(e.memory_needed_bytes)} needed, "
+        f"{_gib(e.memory_available_bytes)} usable)"
+    )
+    return f"{label} {ok}: {fit}" + (f", {_speed(e, users)}" if e.fits_memory else "")
 
 
 _ROWS = 8
@@ -164,7 +180,8 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
     fits = e.fits_memory
     return {
         "option": e.hardware.replace("this machine: ", "here: "),
-        "memory": _gib(e.memory_needed_bytes) + ("" if fits else " ✗"),
+        # the mark before the figure: right-aligned figures stay aligned
+        "memory": ("" if fits else "✗ ") + _gib(e.memory_needed_bytes),
         "decode": _tok(e.decode_tok_s) if fits else "-",
         "prefill": _tok(e.prefill_tok_s) if fits else "-",
         "users": str(e.users_at_target) if fits and e.users_at_target is not None else "-",
@@ -175,8 +192,10 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
 
 
 def footnote(a: InferenceAdvice) -> str:
+    depth = min(a.context, a.prompt_tokens + a.reply_tokens // 2)
     return (
-        f"decode and prefill in tokens/s; users: how many get {a.target_tok_s:g} tok/s each; "
+        f"decode and prefill in tokens/s, decode at {depth:,} tokens of context (a reply's "
+        f"middle); users: how many get {a.target_tok_s:g} tok/s each; "
         f"$/M tok: rented, per million reply tokens at that load ({a.prompt_tokens:,}-token "
         f"prompts, {a.reply_tokens:,}-token replies)."
     )

@@ -311,6 +311,9 @@ class ServeSpeed:
     reply_tokens: int | None = None
     """The reply length ``throughput_tok_s`` counts each request's prompt against (None:
     decode alone)."""
+    decode_full_context_tok_s: float | None = None
+    """One user's decode with the whole context in the KV cache (None: the depth timed is the
+    context)."""
 
 
 def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int = 1) -> float:
@@ -381,12 +384,15 @@ def estimate_speed(
     kv_cache: str = "f16",
     rules: Rules | None = None,
     reply_tokens: int | None = None,
+    depth: int | None = None,
 ) -> ServeSpeed:
     """Decode, prefill, time to first token and batched throughput of ``geom`` on ``device``.
     With ``reply_tokens`` the throughput is the replies' tokens per second of requests of
     ``prompt_tokens`` in and ``reply_tokens`` out: each request's prompt is computed too
     (``reply / (prompt / prefill + reply x step / users)``), as a serving benchmark counts
-    it; without, decode alone (``users / step``)."""
+    it; without, decode alone (``users / step``). Each sequence's KV cache is read at
+    ``depth`` tokens (default ``context``, never more); below the context, one user's decode
+    with the whole context is given too."""
     rules = rules or load_rules()
     family = engine_family(engine)
     eff_d = rules.efficiency("decode", family, quant.family, device.kind)
@@ -432,17 +438,18 @@ def estimate_speed(
     offload = min(max(offload_fraction, 0.0), 1.0)
     ram_bw = (ram_bandwidth_bytes_s or device.bandwidth_bytes_s) * eff_d
 
-    kv_one = geom.kv_bytes(context, kv_bytes_per_value(kv_cache))
+    at = context if depth is None else max(0, min(depth, context))
+    kv_one = geom.kv_bytes(at, kv_bytes_per_value(kv_cache))
     step_weights = _step_weights(geom, quant, engine)
     w_active = step_weights(1)
 
     def read_time(nbytes: float) -> float:
         return nbytes * (1.0 - offload) / bandwidth + nbytes * offload / ram_bw
 
-    def step_time(n: int) -> float:
+    def step_time(n: int, kv: float = kv_one) -> float:
         # weights a batched step reads: the shared part always, the routed experts as touched
         weights = step_weights(n) if geom.moe else w_active
-        memory = read_time(weights + n * kv_one)
+        memory = read_time(weights + n * kv)
         compute = 2.0 * geom.params_active * n / flops
         return (
             _with_host(max(memory, compute), host, overlaps)
@@ -453,6 +460,11 @@ def estimate_speed(
 
     per_token = w_active + kv_one
     decode = 1.0 / step_time(1)
+    decode_full = (
+        1.0 / step_time(1, geom.kv_bytes(context, kv_bytes_per_value(kv_cache)))
+        if at < context
+        else None
+    )
     prefill = prefill_flops / prefill_flops_per_token(geom, prompt_tokens)
     if offload > 0:
         # the CPU computes its layers' share of the prompt too (at the same efficiency)
@@ -530,6 +542,7 @@ def estimate_speed(
         bytes_per_token=per_token,
         basis=basis,
         reply_tokens=reply,
+        decode_full_context_tok_s=decode_full,
     )
 
 
