@@ -419,3 +419,45 @@ def test_the_reported_memory_still_beats_the_name() -> None:
 )
 def test_a_row_whose_name_states_its_memory_is_found_by_that_name(row: GpuPeak) -> None:
     assert find_gpu_peak(row.name, fallback=False) == row
+
+
+# --------------------------------------------------------------------------------------------
+# Apple chips as people name them: the Mac around the chip, the GPU's core count
+
+
+APPLE_FULL = [row for row in ROWS if row.vendor == "apple" and "core GPU" not in row.name]
+
+
+@pytest.mark.parametrize("row", APPLE_FULL, ids=lambda r: r.name)
+@pytest.mark.parametrize(
+    "form",
+    ["{chip} {n}-core", "{chip} {n}-core GPU", "Apple {chip} ({n}-core GPU)", "{chip} {n}c",
+     "Mac Studio {chip} {n} GPU cores", "MacBook Pro {chip} 12-core CPU {n}-core GPU 64GB"],
+)  # fmt: skip
+def test_an_apple_chip_with_fewer_gpu_cores_scales_its_compute_not_its_bandwidth(
+    row: GpuPeak, form: str
+) -> None:
+    chip = row.name.removeprefix("Apple ")
+    full = row.gpu_cores
+    assert full is not None and row.memory_min_gb, row.name  # every Apple row says both
+    for n in (full, full - 2):
+        got = resolve_gpu(form.format(chip=chip, n=n)).peak
+        if n == full:
+            assert got is row  # the full chip: its own row
+            continue
+        # a row of that core count where the catalog has one (its own bandwidth), else the
+        # full chip's compute scaled to the cores, its bandwidth as listed
+        assert got.name.startswith(row.name) and f"({n}-core GPU)" in got.name
+        if got.name not in BY_NAME:
+            assert got.fp32_tflops == pytest.approx(row.fp32_tflops * n / full, abs=1e-3)
+            assert got.bandwidth_gbs == row.bandwidth_gbs
+        else:
+            assert got.fp32_tflops < row.fp32_tflops
+    with pytest.raises(UsageError, match=f"at most {full} GPU cores"):
+        resolve_gpu(f"{chip} {full + 8}-core")
+
+
+def test_a_core_count_is_read_after_an_apple_chip_only() -> None:
+    # "GPU" after a model number names no core count on a discrete card
+    assert resolve_gpu("GTX 1080 GPU").peak.name == "GeForce GTX 1080"
+    assert resolve_gpu("Tesla V100 SXM2 32GB").peak.name == "V100 SXM2 32GB"

@@ -398,8 +398,9 @@ def test_an_assumed_apple_chip_is_sized_as_unified_memory_of_the_size_its_name_g
 @pytest.mark.parametrize(
     ("assumed", "said"),
     [
-        (["--assume-gpu", "Apple M2 Ultra"], "unified memory varies per machine"),
         (["--assume-gpu", "Apple M2 Ultra 192GB", "--gpus", "2"], "not Macs"),
+        (["--assume-gpu", "M1 Max 48-core"], "at most 32 GPU cores"),
+        (["--assume-gpu", "RTX 4090 Ti"], "unknown GPU"),
     ],
 )
 def test_an_assumed_gpu_that_cannot_be_sized_is_said_never_dropped(
@@ -679,3 +680,32 @@ def test_an_assumed_gpu_gets_its_own_verdict_line() -> None:
     )
     own = [line for line in verdict_lines(big) if line.startswith("GeForce RTX 3070 ")]
     assert len(own) == 1 and "is not enough: does not fit" in own[0]
+
+
+@pytest.mark.parametrize(
+    ("typed", "hardware", "least"),
+    [
+        ("M2 Ultra", "Apple M2 Ultra", 64),
+        ("Mac Studio M2 Ultra", "Apple M2 Ultra", 64),
+        ("MacBook Pro M3 Max 30-core GPU", "Apple M3 Max (30-core GPU)", 48),
+        ("M1 Pro 14 GPU cores", "Apple M1 Pro (14-core GPU)", 16),
+        ("V100", "V100 SXM2", 16),
+    ],
+)
+def test_hardware_named_as_people_type_it_is_sized_with_the_least_memory_it_was_sold_with(
+    typed: str, hardware: str, least: float
+) -> None:
+    a = serve_advice(None, ServeRequest(model="llama-3.1-8b", quant="Q4_K_M", assume_gpu=(typed,)))
+    (e,) = [e for e in a.estimates if e.origin == "assumed"]
+    assert e.hardware.startswith(hardware)
+    # the memory assumed is the least the product was sold with, and the answer says so
+    assert any(f"{least:g} GB assumed, the least it was sold with" in c for c in a.caveats)
+    named = serve_advice(
+        None,
+        ServeRequest(
+            model="llama-3.1-8b", quant="Q4_K_M", assume_gpu=(f"{typed} {4 * least:g}GB",)
+        ),
+    )
+    (bigger,) = [e for e in named.estimates if e.origin == "assumed"]
+    assert bigger.memory_available_bytes > e.memory_available_bytes
+    assert not any("the least it was sold with" in c for c in named.caveats)

@@ -335,9 +335,83 @@ def _unknown(name: str, asked: _Words) -> UsageError:
     )
 
 
+#: An Apple chip's name: "M2 Ultra", "m4max", "Apple M3".
+_APPLE_CHIP = re.compile(r"(?<![a-z0-9])m[1-9](?![0-9])", re.IGNORECASE)
+#: The Mac around a chip, which names no GPU: "Mac Studio M2 Ultra", "MacBook Pro M3 Max".
+_MAC_PRODUCT = re.compile(
+    r"\b(?:macbook\s*(?:pro|air)?|mac\s*(?:studio|mini|pro)|imac(?:\s*pro)?)\b", re.IGNORECASE
+)
+#: A GPU core count as people write it after an Apple chip: "24-core", "30-core GPU",
+#: "(40-core GPU)", "32c", "14 GPU cores", "76 GPU", "38 cores".
+_CORES = re.compile(
+    r"\(?\s*(?<![0-9])(\d{1,3})\s*-?\s*(?:gpu\s*cores?|cores?(?:\s*gpu)?|c|gpu)(?![a-z0-9])\s*\)?",
+    re.IGNORECASE,
+)
+#: The CPU's core count beside it ("11-core CPU"), which says nothing of the GPU.
+_CPU_CORES = re.compile(
+    r"\(?\s*(?<![0-9])\d{1,3}\s*-?\s*(?:cpu\s*cores?|cores?\s*cpu)(?![a-z0-9])\s*\)?,?",
+    re.IGNORECASE,
+)
+
+
+def _apple_parts(name: str) -> tuple[str, int | None]:
+    """An Apple chip's name without the Mac around it and without its GPU core count, and the
+    count (None: not given, or not an Apple chip's name)."""
+    if not _APPLE_CHIP.search(name):
+        return name, None
+    text = _CPU_CORES.sub(" ", _MAC_PRODUCT.sub(" ", name))
+    found = _CORES.search(text)
+    if found is None:
+        return " ".join(text.split()), None
+    rest = text[: found.start()] + " " + text[found.end() :]
+    return " ".join(rest.split()), int(found.group(1))
+
+
 def resolve_gpu(name: str) -> ResolvedGpu:
     """The catalog row ``name`` stands for (see the module's rules), with a note when other
-    rows fit as well; a :class:`UsageError` naming the closest cards when none fits."""
+    rows fit as well; a :class:`UsageError` naming the closest cards when none fits.
+
+    An Apple chip may be named with the Mac around it ("Mac Studio M2 Ultra") and with its GPU
+    core count ("M1 Max 24-core", "M3 Max 30c"): a row of that count where the catalog has one
+    (its bandwidth may differ), else the full chip's row with its compute scaled to the cores
+    (the bandwidth as listed)."""
+    base, cores = _apple_parts(name)
+    if cores is None:
+        return _resolve(base if base != name else name)
+    try:
+        return _resolve(f"{base} {cores}-core")  # a row of that core count
+    except UsageError:
+        pass
+    found = _resolve(base)
+    row = found.peak
+    full = row.gpu_cores
+    if full is None or cores == full:
+        return found
+    if cores > full:
+        raise UsageError(f"{name!r}: the {row.name} has at most {full} GPU cores")
+    share = cores / full
+
+    def scaled(x: float | None) -> float | None:
+        return None if x is None else round(x * share, 3)
+
+    peak = dataclasses.replace(
+        row,
+        name=f"{row.name} ({cores}-core GPU)",
+        fp32_tflops=scaled(row.fp32_tflops),
+        tf32_tflops=scaled(row.tf32_tflops),
+        fp16_tflops=scaled(row.fp16_tflops),
+        bf16_tflops=scaled(row.bf16_tflops),
+        fp8_tflops=scaled(row.fp8_tflops),
+        gpu_cores=cores,
+    )
+    return ResolvedGpu(
+        peak,
+        f"{row.name} with {cores} of its {full} GPU cores: its compute scaled to "
+        f"{share:.0%}, its bandwidth as listed ({row.bandwidth_gbs or 0:g} GB/s)",
+    )
+
+
+def _resolve(name: str) -> ResolvedGpu:
     asked = _words(name)
     if not asked.words:
         raise _unknown(name, asked)

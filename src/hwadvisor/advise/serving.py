@@ -18,6 +18,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwadvisor.advise.names import resolve_gpu
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
@@ -398,11 +399,22 @@ def machine_options(profile: Profile) -> list[_Candidate]:
     return out
 
 
-def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Candidate:
-    """The GPU the user assumes; an Apple chip as unified memory of the size its name states
-    ("Apple M2 Ultra 192GB"). What cannot be sized is said, never dropped."""
+def _assumed_candidate(
+    name: str, row: GpuPeak, count: int, family: str
+) -> tuple[_Candidate, str | None]:
+    """The GPU the user assumes, and a note on what was assumed of it; an Apple chip as unified
+    memory of the size its name states ("Apple M2 Ultra 192GB"), else the least it was sold
+    with. What cannot be sized is said, never dropped."""
     stated = memory_in_name(name)
     apple = (row.vendor or "").lower() == "apple"
+    note = None
+    if stated is None and not row.memory_gb and row.memory_min_gb is not None:
+        # a memory that varies per machine or board: the least it was sold with
+        stated = int(row.memory_min_gb * 2**30)
+        note = (
+            f"{row.name}: {row.memory_min_gb:g} GB assumed, the least it was sold with (a "
+            f"size in the name sizes yours: '{'Apple M2 Ultra 192GB' if apple else 'V100 32GB'}')"
+        )
     if apple and stated is None:
         raise UsageError(
             f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
@@ -420,7 +432,7 @@ def _assumed_candidate(name: str, row: GpuPeak, count: int, family: str) -> _Can
         )
     if apple and stated:
         _as_mac(c, f"{row.name} ({stated / 2**30:.0f} GiB unified memory)")
-    return c
+    return c, note
 
 
 def _cannot_run_note(engine: str, cannot: list[_Candidate]) -> str:
@@ -686,21 +698,26 @@ def serve_advice(
         or not format_runs_on(request.engine, family, c.target)
     ]
     candidates = [c for c in candidates if c not in cannot]
+    notes: list[str] = []
     for name in request.assume_gpu:
-        row = find_gpu_peak(name, None, fallback=False)
-        if row is None:
-            raise UsageError(f"--assume-gpu {name!r}: not a GPU the catalog knows (hwadvisor gpus)")
-        if not engine_runs_on(request.engine, row.vendor):
+        resolved = resolve_gpu(name)  # as people type it: "3090", "M1 Max 24-core", "A6000"
+        assumed = resolved.peak
+        if resolved.note:
+            notes.append(resolved.note)
+        if not engine_runs_on(request.engine, assumed.vendor):
             raise UsageError(
                 f"--assume-gpu {name!r}: {runs_on_words(request.engine)} "
                 "(--engine llama.cpp runs on every GPU)"
             )
-        if not format_runs_on(request.engine, family, row.target):
+        if not format_runs_on(request.engine, family, assumed.target):
             raise UsageError(
                 f"--assume-gpu {name!r}: {_fp8_words(request.engine)} "
-                f"(this is {row.target}; --engine vllm runs FP8 weights on it)"
+                f"(this is {assumed.target}; --engine vllm runs FP8 weights on it)"
             )
-        candidates.append(_assumed_candidate(name, row, request.gpus, family))
+        candidate, note = _assumed_candidate(name, assumed, request.gpus, family)
+        candidates.append(candidate)
+        if note:
+            notes.append(note)
     estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
     catalog = {row.name: row for row in load_catalog()}
     priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}
@@ -773,7 +790,7 @@ def serve_advice(
             else "not sized: its profile has no trusted measurement of its memory bandwidth "
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
         )
-    caveats = []
+    caveats = list(notes)
     if geom.max_context and _context(request) > geom.max_context:
         caveats.append(
             f"{geom.name} was trained on a {geom.max_context:,}-token window: "

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from hwadvisor.catalog.schema import (
     DataModel,
     OptPositive,
+    OptPositiveWhole,
     OptText,
     Text,
     choice,
@@ -97,6 +98,12 @@ class GpuPeak:
     pci_ids: tuple[str, ...] = ()
     """PCI ``vendor:device`` ids ("1002:74a1", lowercase hex) that only this model (or, where
     several rows list one, only those models) carries."""
+    gpu_cores: int | None = None
+    """The GPU cores (Apple) or compute units of the part the row's figures are for: a name
+    with fewer ("M1 Max 24-core") scales the compute by the share."""
+    memory_min_gb: float | None = None
+    """Where the memory varies per machine (no ``memory_gb``): the least it was sold with,
+    assumed when a name gives none."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,6 +135,8 @@ class _GpuRow(DataModel):
     fp8_tflops: OptPositive = None
     bandwidth_gbs: OptPositive = None
     gpu_link_gbs: OptPositive = None
+    gpu_cores: OptPositiveWhole = None
+    memory_min_gb: OptPositive = None
     pci_ids: Annotated[
         tuple[str, ...],
         texts(
@@ -156,6 +165,8 @@ class _GpuRow(DataModel):
             gpu_link_gbs=self.gpu_link_gbs,
             target=self.target,
             pci_ids=self.pci_ids,
+            gpu_cores=self.gpu_cores,
+            memory_min_gb=self.memory_min_gb,
         )
 
 
