@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -265,11 +266,64 @@ def test_ratio_for_a_matched_row(capsys: pytest.CaptureFixture[str]) -> None:
     assert 0.5 < cmp["ratio"] < 2.0
 
 
-def test_unmatched_model_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_description_and_parameter_count_without_a_file_name_the_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # llama-bench printed "llama 7B Q4_0, 6.74 B" and no file: Llama 2 7B's shape
     assert main(["calibrate-serve", str(FIX / "llama_bench_rtx3090ti.md")]) == 0
     out = capsys.readouterr().out
-    assert "no comparison: could not be matched: 'llama 7B Q4_0' names no model file" in out
-    assert "127 ± 0.18 tok/s" in out
+    assert "127 ± 0.18 tok/s" in out and "for llama-2-7b Q4_0 on GeForce RTX 3090 Ti" in out
+
+
+@pytest.mark.parametrize(
+    ("description", "params", "expected"),
+    [
+        ("llama 7B Q4_0", 6.74e9, "llama-2-7b"),
+        ("llama 8B Q4_K - Medium", 8.03e9, "llama-3.1-8b"),  # Llama 3 and 3.1: one shape
+        ("llama 7B Q4_0", 7.24e9, "mistral-7b-v0.3"),  # old llama.cpp called Mistral "llama"
+        ("qwen3moe 30B.A3B Q4_K - Medium", 30.53e9, "qwen3-30b-a3b"),
+        ("llama 7B Q4_0", 3.0e9, None),  # no model of that size
+        ("llama 7B Q4_0", None, None),  # no count: not told
+        (None, 6.74e9, "llama-2-7b"),
+    ],
+)
+def test_the_model_from_a_description_and_count(
+    description: str | None, params: float | None, expected: str | None
+) -> None:
+    from hwadvisor.calibrate_serve import model_from_description
+    from hwadvisor.catalog.llms import find_llm
+
+    geom = model_from_description(description or "", params)
+    if expected is None or description is None:
+        assert geom is None
+        return
+    assert geom is not None
+    want = find_llm(expected)
+
+    def shape(g: Any) -> tuple[int, ...]:
+        return (g.layers, g.hidden, g.heads, g.kv_heads, g.head_dim, g.intermediate, g.vocab)
+
+    assert shape(geom) == shape(want)
+
+
+def test_a_description_that_fits_several_shapes_is_not_guessed() -> None:
+    from hwadvisor.calibrate_serve import PARAMS_TOLERANCE, model_from_description
+    from hwadvisor.catalog.llms import all_llms
+
+    models = all_llms()
+    for g in models:
+        near = [
+            m
+            for m in models
+            if abs(m.params_total - g.params_total) <= PARAMS_TOLERANCE * g.params_total
+            and (m.layers, m.hidden, m.intermediate, m.kv_heads)
+            != (g.layers, g.hidden, g.intermediate, g.kv_heads)
+        ]
+        got = model_from_description("unknownarch 1B", g.params_total)
+        if near:
+            assert got is None  # two shapes within the tolerance: no guess
+        else:
+            assert got is not None
 
 
 def test_bad_files_are_skipped_the_rest_read(

@@ -100,6 +100,13 @@ def test_aliases_are_unique_and_every_loose_name_finds_its_model() -> None:
         ("google/gemma-3-12b-it", "gemma-3-12b"),
         ("gpt-oss:20b", "gpt-oss-20b"),
         ("  deepseek-r1:70b ", "deepseek-r1-distill-llama-70b"),
+        # llama-bench's descriptions, release tags, older versions of one shape
+        ("llama 7B", "llama-2-7b"),
+        ("LLaMA-7B", "llama-2-7b"),
+        ("qwen3moe 30B.A3B", "qwen3-30b-a3b"),
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-r1"),
+        ("Mistral-7B-Instruct-v0.2", "mistral-7b-v0.3"),
     ],
 )
 def test_names_people_type(typed: str, expected: str) -> None:

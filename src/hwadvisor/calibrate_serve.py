@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,12 +80,43 @@ def match_model(record: SpeedRecord) -> tuple[LlmGeometry | None, str]:
 
     name = model_from_file(record.model_file)
     if not name:
+        geom = model_from_description(record.model, record.params)
+        if geom is not None:
+            return geom, ""
         what = repr(record.model) if record.model else "the output"
         return None, f"{what} names no model file: the catalog model cannot be told"
     try:
         return find_llm(name), ""
     except HwAdvisorError:
         return None, f"{name!r} is not in the model catalog"
+
+
+#: How near a catalog model's parameter count must be to the one a tool printed.
+PARAMS_TOLERANCE = 0.02
+
+
+def model_from_description(description: str | None, params: float | None) -> LlmGeometry | None:
+    """The catalog model a tool's description and parameter count stand for (llama-bench's
+    ``llama 7B Q4_0`` with ``6.74 B``: Llama 2 7B): the models within
+    :data:`PARAMS_TOLERANCE` of the count, of the description's architecture where one is
+    (``qwen3moe`` is a Qwen3); None unless they all have one shape."""
+    from hwadvisor.catalog.llms import all_llms, lookup_key
+
+    if not description or not params or params <= 0:
+        return None
+    arch = re.match(r"[a-z]+", description.strip().lower())
+    near = [g for g in all_llms() if abs(g.params_total - params) <= PARAMS_TOLERANCE * params]
+    named = [g for g in near if arch and lookup_key(g.name).startswith(arch.group(0)[:4])]
+    for pool in (named, near):
+        shapes = {
+            (g.layers, g.hidden, g.heads, g.kv_heads, g.head_dim, g.intermediate, g.experts)
+            for g in pool
+        }
+        if len(shapes) == 1:
+            return pool[0]
+        if pool:
+            return None  # several shapes: the description cannot tell them apart
+    return None
 
 
 def hardware_for(record: SpeedRecord, machine: list[Hardware]) -> tuple[Hardware | None, str]:

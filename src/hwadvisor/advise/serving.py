@@ -124,7 +124,14 @@ def model_geometry(model: str, engine: str = "llama.cpp") -> tuple[LlmGeometry, 
     if path.suffix.lower() in (".gguf", ".json", ".safetensors") or path.is_file():
         from hwadvisor.importers.modelfile import geometry_from_file
 
-        return geometry_from_file(path)
+        if path.exists() or path.suffix.lower() != ".gguf" or len(path.parts) > 1:
+            return geometry_from_file(path)
+        # a GGUF's file name with no such file here ("Llama-3.1-8B-Instruct-Q4_K_M.gguf", as a
+        # repository lists it): the name, where the catalog knows it; else the file's error
+        try:
+            return model_geometry(path.stem, engine)
+        except UsageError:
+            return geometry_from_file(path)
     from hwadvisor.catalog.llms import find_llm
 
     name, named = split_named_quant(model, engine)

@@ -50,8 +50,9 @@ __all__ = [
 
 LLMS_RESOURCE = "llms.toml"
 
-#: Suffixes of a tuned model's name that do not change its shape.
-_TUNED = re.compile(r"(instruct|it|pt|chat|base|hf)$")
+#: Suffixes of a tuned model's name that do not change its shape, with a release's date tag
+#: after them (``-Instruct-2507``, ``-0528``).
+_TUNED = re.compile(r"(?:(?:instruct|it|pt|chat|base|hf)(?:\d{4})?|\d{4})$")
 
 
 @dataclass(frozen=True)
