@@ -438,7 +438,12 @@ def _assumed_candidate(
             "(a memory size in the name, such as '24GB', supplies the first)"
         )
     if apple and stated:
-        _as_mac(c, f"{row.name} ({stated / 2**30:.0f} GiB unified memory)")
+        memory = f"{stated / 2**30:.0f} GiB unified memory"
+        # "Apple M1 Max (24-core GPU, 32 GiB unified memory)": one parenthesis
+        label = (
+            f"{row.name[:-1]}, {memory})" if row.name.endswith(")") else f"{row.name} ({memory})"
+        )
+        _as_mac(c, label)
     return c, note
 
 
