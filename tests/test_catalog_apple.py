@@ -13,12 +13,16 @@ ROWS = load_catalog()
 APPLE = [row for row in ROWS if row.vendor == "apple"]
 CHIPS = [
     f"Apple {generation}{tier}"
-    for generation in ("M1", "M2", "M3", "M4")
+    for generation in ("M1", "M2", "M3", "M4", "M5")
     for tier in ("", " Pro", " Max", " Ultra")
-    if f"{generation}{tier}" != "M4 Ultra"
+    if f"{generation}{tier}" not in ("M4 Ultra", "M5 Ultra")
 ]
 #: Binned parts the price catalog sells (the standard Mac Studios), named with their core count.
-BINNED = ["Apple M3 Ultra (60-core GPU)", "Apple M4 Max (32-core GPU)"]
+BINNED = [
+    "Apple M3 Ultra (60-core GPU)",
+    "Apple M4 Max (32-core GPU)",
+    "Apple M3 Max (30-core GPU)",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +131,7 @@ def test_bigger_tiers_are_faster(generation: str) -> None:
 
 @pytest.mark.parametrize(
     "device",
-    ["M2", "M2 Max", "Quadro M2000", "Tesla M10", "Apple M5", "Apple M10", "Apple A17 Pro GPU"],
+    ["M2", "M2 Max", "Quadro M2000", "Tesla M10", "Apple M6", "Apple M10", "Apple A17 Pro GPU"],
 )
 def test_other_names_find_no_apple_row(device: str) -> None:
     found = find_gpu_peak(device)

@@ -687,8 +687,8 @@ def test_an_assumed_gpu_gets_its_own_verdict_line() -> None:
     [
         ("M2 Ultra", "Apple M2 Ultra", 64),
         ("Mac Studio M2 Ultra", "Apple M2 Ultra", 64),
-        ("MacBook Pro M3 Max 30-core GPU", "Apple M3 Max (30-core GPU)", 48),
-        ("M1 Pro 14 GPU cores", "Apple M1 Pro (14-core GPU)", 16),
+        ("MacBook Pro M3 Max 30-core GPU", "Apple M3 Max (30-core GPU", 36),
+        ("M1 Pro 14 GPU cores", "Apple M1 Pro (14-core GPU", 16),
         ("V100", "V100 SXM2", 16),
     ],
 )
@@ -709,3 +709,24 @@ def test_hardware_named_as_people_type_it_is_sized_with_the_least_memory_it_was_
     (bigger,) = [e for e in named.estimates if e.origin == "assumed"]
     assert bigger.memory_available_bytes > e.memory_available_bytes
     assert not any("the least it was sold with" in c for c in named.caveats)
+
+
+@pytest.mark.parametrize(
+    ("typed", "apu"),
+    [("Strix Halo 128GB", True), ("Ryzen AI Max+ 395", True), ("DGX Spark", False)],
+)
+def test_a_gpu_that_shares_the_computers_ram_is_sized_as_unified_memory(
+    typed: str, apu: bool
+) -> None:
+    a = serve_advice(None, ServeRequest(model="gpt-oss-120b", assume_gpu=(typed,)))
+    (e,) = [e for e in a.estimates if e.origin == "assumed"]
+    assert "unified memory" in e.hardware
+    note = e.memory.usable_note or ""
+    # the OS keeps a share of the RAM; an AMD APU's carve-out and GTT are said
+    assert "unified memory less an OS reserve" in note
+    assert ("AMD APU" in note) == apu
+    assert e.memory.usable_bytes < e.memory_available_bytes * 1.0001
+    # the size named (GiB, as RAM is sold), the catalog's (GB10: 128 GB), or the least a Ryzen
+    # AI Max+ 395 was sold with (32)
+    total = 128 * 2**30 if "128" in typed else 128e9 if not apu else 32 * 2**30
+    assert e.memory.usable_bytes < total

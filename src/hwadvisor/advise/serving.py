@@ -438,12 +438,16 @@ def _assumed_candidate(
             "(a memory size in the name, such as '24GB', supplies the first)"
         )
     if apple and stated:
-        memory = f"{stated / 2**30:.0f} GiB unified memory"
-        # "Apple M1 Max (24-core GPU, 32 GiB unified memory)": one parenthesis
-        label = (
-            f"{row.name[:-1]}, {memory})" if row.name.endswith(")") else f"{row.name} ({memory})"
+        _as_mac(c, _labelled(row.name, f"{stated / 2**30:.0f} GiB unified memory"))
+    elif row.unified_memory:
+        # an APU or GB10: the computer's RAM, less what the OS keeps (an AMD APU's carve-out
+        # and GTT are said in the memory's note)
+        size = f"{stated / 2**30:.0f} GiB" if stated else f"{row.memory_gb:.0f} GB"
+        c.hardware = _labelled(row.name, f"{size} unified memory")
+        c.memory = dataclasses.replace(
+            c.memory, kind="unified", apu=(row.vendor or "").lower() == "amd"
         )
-        _as_mac(c, label)
+        c.speed = dataclasses.replace(c.speed, kind="unified")
     return c, note
 
 
@@ -457,6 +461,11 @@ def _cannot_run_note(engine: str, cannot: list[_Candidate]) -> str:
     # a part as the note names it: its GPU, or its CPU without the RAM
     parts = ", ".join(c.hardware.removeprefix("this machine: ").split(" (")[0] for c in cannot)
     return f"not sized: {need} (this machine: {parts})"
+
+
+def _labelled(name: str, memory: str) -> str:
+    """``name`` with its memory, one parenthesis: "Apple M1 Max (24-core GPU, 32 GiB ...)"."""
+    return f"{name[:-1]}, {memory})" if name.endswith(")") else f"{name} ({memory})"
 
 
 def _as_mac(c: _Candidate, label: str) -> None:

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from hwadvisor.catalog.schema import (
     DataModel,
+    Flag,
     OptPositive,
     OptPositiveWhole,
     OptText,
@@ -104,6 +105,8 @@ class GpuPeak:
     memory_min_gb: float | None = None
     """Where the memory varies per machine (no ``memory_gb``): the least it was sold with,
     assumed when a name gives none."""
+    unified_memory: bool = False
+    """The GPU shares the computer's RAM (an AMD APU, NVIDIA's GB10; Apple's are by vendor)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,6 +140,7 @@ class _GpuRow(DataModel):
     gpu_link_gbs: OptPositive = None
     gpu_cores: OptPositiveWhole = None
     memory_min_gb: OptPositive = None
+    unified_memory: Flag = False
     pci_ids: Annotated[
         tuple[str, ...],
         texts(
@@ -167,6 +171,7 @@ class _GpuRow(DataModel):
             pci_ids=self.pci_ids,
             gpu_cores=self.gpu_cores,
             memory_min_gb=self.memory_min_gb,
+            unified_memory=self.unified_memory,
         )
 
 
