@@ -452,7 +452,7 @@ def test_pci_ids(pci_id: str, memory: int | None, expected: str | None) -> None:
         ("gfx942", 256 * GIB, "AMD Instinct MI325X"),
         ("gfx942", 128 * GIB, "AMD Instinct MI300A"),
         ("gfx942", None, None),
-        ("gfx906", 16 * GIB, "AMD Radeon Instinct MI50"),
+        ("gfx906", 16 * GIB, None),  # MI50 16GB or Radeon VII
         ("gfx906", 32 * GIB, None),  # MI50 32GB or MI60
         ("gfx1100", 48 * GIB, "AMD Radeon PRO W7900"),
         ("gfx1201", 16 * GIB, "AMD Radeon RX 9070 XT"),

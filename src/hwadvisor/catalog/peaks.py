@@ -263,8 +263,13 @@ def memory_in_name(name: str) -> int | None:
     return _stated_memory_bytes(_normalise(name))
 
 
+#: A bracket listing several products, as pci.ids and rocm-smi print a device id several cards
+#: share ("Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]"): it names none of them.
+_PRODUCT_LIST = re.compile(r"\[[^\]]*/[^\]]*\]")
+
+
 def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None) -> GpuPeak | None:
-    device = _normalise(name)
+    device = _normalise(_PRODUCT_LIST.sub(" ", name))
     device_mobile = _is_mobile(device)
     best_length = 0
     candidates: list[GpuPeak] = []
