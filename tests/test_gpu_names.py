@@ -461,3 +461,28 @@ def test_a_core_count_is_read_after_an_apple_chip_only() -> None:
     # "GPU" after a model number names no core count on a discrete card
     assert resolve_gpu("GTX 1080 GPU").peak.name == "GeForce GTX 1080"
     assert resolve_gpu("Tesla V100 SXM2 32GB").peak.name == "V100 SXM2 32GB"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        # one of the row's names whole, with words of its other names beside it
+        (
+            "AMD Ryzen AI Max+ 395 (Radeon 8060S, Strix Halo)",
+            "AMD Radeon 8060S (Ryzen AI Max+ 395)",
+        ),
+        ("Strix Halo Radeon 8060S", "AMD Radeon 8060S (Ryzen AI Max+ 395)"),
+        ("NVIDIA GeForce RTX 3050 Ti Laptop GPU", "GeForce RTX 3050 Ti Laptop GPU"),
+        ("DGX Spark GB10", "NVIDIA GB10 (DGX Spark)"),
+    ],
+)
+def test_names_of_one_product_together_name_it(typed: str, expected: str) -> None:
+    assert resolve_gpu(typed).peak.name == expected
+
+
+@pytest.mark.parametrize(
+    "typed", ["H100 SXM PCIe", "RTX 4090 Ti", "M2 Pro Max", "Strix Halo 8050S"]
+)
+def test_words_of_two_products_name_neither(typed: str) -> None:
+    with pytest.raises(UsageError):
+        resolve_gpu(typed)

@@ -169,6 +169,8 @@ class _Entry:
     forms: tuple[_Form, ...]
     optional: frozenset[str]
     """Words of the row that a user may leave out: forms, family words, remarks."""
+    union: Counter[str] = dataclasses.field(default_factory=Counter)
+    """Every word of every name of the row."""
 
 
 _DEFAULTS = re.compile(r'bare "([^"]+)" is taken as|NVML names it "([^"]+)"')
@@ -196,7 +198,10 @@ def _index() -> tuple[tuple[_Entry, ...], dict[tuple[tuple[str, ...], float | No
             )
             forms.append(_Form(words, loose))
         remarks = frozenset(word for form in forms for word in form.words.remarks)
-        entries.append(_Entry(peak, tuple(forms), _FORMS | _FAMILY | remarks))
+        union: Counter[str] = Counter()
+        for form in forms:
+            union |= form.words.words
+        entries.append(_Entry(peak, tuple(forms), _FORMS | _FAMILY | remarks, union))
         for found in _DEFAULTS.finditer(peak.note or ""):
             defaults.setdefault(_key(_words(found.group(1) or found.group(2))), peak.name)
     return tuple(entries), defaults
@@ -221,6 +226,14 @@ def _fit(entry: _Entry, asked: _Words) -> int | None:
         exact = not missing and not memory_missing and not form.loose
         fit = 0 if exact else 1
         best = fit if best is None else min(best, fit)
+    if best is None and asked.words <= entry.union and any(
+        not (set(form.words.words.elements()) - entry.optional - _FAMILY) - set(asked.words)
+        and not form.loose
+        for form in entry.forms
+    ):
+        # one of the row's names whole, with words of its other names beside it: "AMD Ryzen AI
+        # Max+ 395 (Radeon 8060S, Strix Halo)" is the 8060S row named three ways at once
+        best = 1
     return best
 
 
