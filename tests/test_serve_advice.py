@@ -730,3 +730,20 @@ def test_a_gpu_that_shares_the_computers_ram_is_sized_as_unified_memory(
     # AI Max+ 395 was sold with (32)
     total = 128 * 2**30 if "128" in typed else 128e9 if not apu else 32 * 2**30
     assert e.memory.usable_bytes < total
+
+
+def test_sglang_is_an_engine_and_sized_as_the_batching_servers_are() -> None:
+    a = serve_advice(
+        None,
+        ServeRequest(model="llama-3.1-8b", quant="bf16", engine="sglang", assume_gpu=("H100",)),
+    )
+    b = serve_advice(
+        None,
+        ServeRequest(model="llama-3.1-8b", quant="bf16", engine="vllm", assume_gpu=("H100",)),
+    )
+    (sg,) = [e for e in a.estimates if e.origin == "assumed"]
+    (vl,) = [e for e in b.estimates if e.origin == "assumed"]
+    # one family of rules, one memory plan (its KV pool from --gpu-memory-utilization)
+    assert sg.decode_tok_s == pytest.approx(vl.decode_tok_s)
+    assert sg.memory.usable_bytes == pytest.approx(vl.memory.usable_bytes)
+    assert "gpu-memory-utilization" in (sg.memory.usable_note or "")

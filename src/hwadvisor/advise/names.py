@@ -226,10 +226,14 @@ def _fit(entry: _Entry, asked: _Words) -> int | None:
         exact = not missing and not memory_missing and not form.loose
         fit = 0 if exact else 1
         best = fit if best is None else min(best, fit)
-    if best is None and asked.words <= entry.union and any(
-        not (set(form.words.words.elements()) - entry.optional - _FAMILY) - set(asked.words)
-        and not form.loose
-        for form in entry.forms
+    if (
+        best is None
+        and asked.words <= entry.union
+        and any(
+            not (set(form.words.words.elements()) - entry.optional - _FAMILY) - set(asked.words)
+            and not form.loose
+            for form in entry.forms
+        )
     ):
         # one of the row's names whole, with words of its other names beside it: "AMD Ryzen AI
         # Max+ 395 (Radeon 8060S, Strix Halo)" is the 8060S row named three ways at once

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # a profile's models load with the profile: a what-if answer 
     from hwadvisor.model.bench import Measurement
     from hwadvisor.model.profile import Profile
 
-ENGINES = ("llama.cpp", "ollama", "vllm", "mlx", "transformers", "tensorrt-llm")
+ENGINES = ("llama.cpp", "ollama", "vllm", "sglang", "mlx", "transformers", "tensorrt-llm")
 
 #: GPUs offered as options are those the price catalog prices (to buy or to rent).
 _MAX_PER_MACHINE = 8
