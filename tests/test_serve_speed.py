@@ -601,3 +601,18 @@ def test_decode_is_timed_at_the_depth_asked_and_given_with_the_context_full(cont
             assert s.decode_tok_s > full.decode_tok_s
         per_token = WEIGHTS_8B_Q4 + 2 * 32 * 8 * 128 * 2 * min(d, context)
         assert s.bytes_per_token == pytest.approx(per_token)
+
+
+def test_users_at_target_stop_at_the_cap_the_memory_sets() -> None:
+    from hwadvisor.advise.serve.speed import _largest_users
+
+    for knee in (0, 1, 3, 17, 100, 5000):
+
+        def per_user(n: int, knee: int = knee) -> float:
+            return 20.0 if n <= knee else 5.0  # the target is kept up to the knee
+
+        free = _largest_users(per_user, 10.0)
+        assert free == min(knee, 4096)
+        for cap in (None, 0, 1, 2, 16, 64, 10_000):
+            got = _largest_users(per_user, 10.0, cap)
+            assert got == (free if cap is None else min(free, cap))

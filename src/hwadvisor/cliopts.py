@@ -175,7 +175,8 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         metavar="ENGINE",
-        help="With --serve: llama.cpp (default), ollama, vllm, sglang, mlx, transformers, tensorrt-llm.",
+        help="With --serve: llama.cpp (default), ollama, vllm, sglang, mlx, transformers, "
+        "tensorrt-llm.",
     ),
 ]
 UsersOpt = Annotated[

@@ -546,11 +546,10 @@ def _estimate(
         prompt_tokens=req.prompt_tokens,
         reply_tokens=req.reply_tokens,
         target_tok_s=req.target_tok_s,
+        users_cap=users_memory_holds(plan),
     )
     per_user = speed.per_user_tok_s
     users_at_target = speed.users_at_target
-    if users_at_target is not None:
-        users_at_target = min(users_at_target, users_memory_holds(plan))
     meets = bool(
         plan.fits
         and per_user is not None

@@ -385,6 +385,7 @@ def estimate_speed(
     rules: Rules | None = None,
     reply_tokens: int | None = None,
     depth: int | None = None,
+    users_cap: int | None = None,
 ) -> ServeSpeed:
     """Decode, prefill, time to first token and batched throughput of ``geom`` on ``device``.
     With ``reply_tokens`` the throughput is the replies' tokens per second of requests of
@@ -392,7 +393,8 @@ def estimate_speed(
     (``reply / (prompt / prefill + reply x step / users)``), as a serving benchmark counts
     it; without, decode alone (``users / step``). Each sequence's KV cache is read at
     ``depth`` tokens (default ``context``, never more); below the context, one user's decode
-    with the whole context is given too."""
+    with the whole context is given too. ``users_cap``: the most users the memory holds, which
+    ``users_at_target`` never exceeds."""
     rules = rules or load_rules()
     family = engine_family(engine)
     eff_d = rules.efficiency("decode", family, quant.family, device.kind)
@@ -490,7 +492,7 @@ def estimate_speed(
         throughput = reply / (prompt_tokens / prefill + reply * t_users / users)
     users_at_target: int | None = None
     if target_tok_s is not None and target_tok_s > 0:
-        users_at_target = _largest_users(per_user, target_tok_s)
+        users_at_target = _largest_users(per_user, target_tok_s, users_cap)
     basis = (
         (
             f"bandwidth {device.bandwidth_bytes_s / 1e9:,.0f} GB/s ({device.note})"
@@ -605,14 +607,16 @@ def _routed_params(geom: LlmGeometry) -> float:
     return per_expert * geom.experts_active
 
 
-def _largest_users(per_user: Any, target: float) -> int:
-    """The largest concurrency whose per-user speed stays at ``target`` (0: not even one)."""
-    if per_user(1) < target:
+def _largest_users(per_user: Any, target: float, cap: int | None = None) -> int:
+    """The largest concurrency, at most ``cap`` (default :data:`MAX_USERS`), whose per-user
+    speed stays at ``target`` (0: not even one)."""
+    most = MAX_USERS if cap is None else max(0, min(cap, MAX_USERS))
+    if most < 1 or per_user(1) < target:
         return 0
     lo, hi = 1, 2
-    while hi <= MAX_USERS and per_user(hi) >= target:
+    while hi <= most and per_user(hi) >= target:
         lo, hi = hi, hi * 2
-    hi = min(hi, MAX_USERS + 1)
+    hi = min(hi, most + 1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if per_user(mid) >= target:
