@@ -660,6 +660,38 @@ def test_assumed_gpu_row() -> None:
 
 
 @pytest.mark.parametrize(
+    ("typed", "gib"),
+    [("M2 Ultra", 64 * 0.75), ("M2 Ultra 192GB", 192 * 0.75), ("M1 Pro", 16 * 2 / 3)],
+)
+def test_an_assumed_chip_whose_memory_varies_trains_in_the_memory_named_or_the_least_sold(
+    typed: str, gib: float
+) -> None:
+    advice = advise(
+        _profile(V1), get_workload("bert-base-finetune"), assume=[(resolve_gpu(typed), 1)]
+    )
+    (verdict,) = advice.assumed
+    # a time within the deadline and a memory: a verdict, never "not enough" for want of a size
+    assert verdict.fits_memory is True and verdict.seconds is not None
+    assert verdict.sufficient == (verdict.seconds <= advice.deadline_hours * 3600)
+    row = advice.estimates[-1]
+    assert row.memory_available_bytes == pytest.approx(gib * 2**30, rel=0.02)
+    said = [c for c in advice.caveats if "unified memory for the GPU" in c]
+    assert len(said) == 1 and (("the least it was sold with" in said[0]) == ("GB" not in typed))
+
+
+def test_an_apple_chip_with_fewer_cores_trains_slower_by_the_share() -> None:
+    def seconds(typed: str) -> float:
+        advice = advise(
+            _profile(V1), get_workload("bert-base-finetune"), assume=[(resolve_gpu(typed), 1)]
+        )
+        (verdict,) = advice.assumed
+        assert verdict.seconds is not None
+        return verdict.seconds
+
+    assert seconds("M1 Max 24-core") > seconds("M1 Max") * 1.2
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [
         {"parameters": 0, "tokens": 1000},

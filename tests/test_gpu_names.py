@@ -116,7 +116,7 @@ NAMED = [
 @pytest.mark.parametrize(("typed", "expected"), NAMED)
 def test_a_name_that_names_one_row_resolves_to_it_without_a_note(typed: str, expected: str) -> None:
     resolved = resolve_gpu(typed)
-    assert resolved == ResolvedGpu(BY_NAME[expected], None)
+    assert (resolved.peak, resolved.note) == (BY_NAME[expected], None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,7 +254,8 @@ def _spellings(name: str) -> list[str]:
 @given(row=st.sampled_from(ROWS), spelling=st.integers(0, len(_spellings("x")) - 1))
 def test_every_row_name_resolves_to_itself_without_a_note(row: GpuPeak, spelling: int) -> None:
     typed = _spellings(row.name)[spelling]
-    assert resolve_gpu(typed) == ResolvedGpu(row, None)
+    found = resolve_gpu(typed)
+    assert (found.peak, found.note) == (row, None)
 
 
 def _base_words(name: str) -> Counter[str]:

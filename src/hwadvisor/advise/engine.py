@@ -31,7 +31,9 @@ from hwadvisor.advise.rates import (
     startup_seconds,
     this_machine_rates,
 )
+from hwadvisor.advise.serve.memory import apple_working_set
 from hwadvisor.advise.trust import plausible
+from hwadvisor.catalog.peaks import GpuPeak
 from hwadvisor.errors import UsageError
 from hwadvisor.memory import FitVerdict
 from hwadvisor.methods import describe as describe_training
@@ -244,6 +246,33 @@ def _cents(value: float | None) -> float | None:
     return None if value is None else round(value, 4 if value < 1 else 2)
 
 
+def assumed_memory(resolved: ResolvedGpu) -> tuple[GpuPeak, str | None]:
+    """An assumed GPU's row with the memory it trains in, and what was assumed of it: a row
+    whose memory varies (an Apple chip, a board sold in two sizes) takes the size the name
+    states, else the least it was sold with; an Apple chip's GPU gets Metal's working set of
+    it (about 2/3 up to 36 GB, 3/4 above)."""
+    peak = resolved.peak
+    if peak.memory_gb:
+        return peak, None
+    gb = resolved.memory_gb or peak.memory_min_gb
+    if not gb:
+        return peak, None
+    said = (
+        None
+        if resolved.memory_gb
+        else f"{peak.name}: {gb:g} GB assumed, the least it was sold with (a size in the name "
+        "sizes yours)"
+    )
+    if peak.vendor == "apple" or peak.unified_memory:
+        working = apple_working_set(gb * 1e9) / 1e9 if peak.vendor == "apple" else gb * 0.9
+        part = "Metal's working set" if peak.vendor == "apple" else "less the OS's share"
+        said = (said + "; " if said else f"{peak.name}: ") + (
+            f"{working:.0f} of its {gb:g} GB of unified memory for the GPU ({part})"
+        )
+        gb = working
+    return replace(peak, memory_gb=gb), said
+
+
 def _assumed_options(
     w: Workload,
     assume: list[tuple[ResolvedGpu, int]],
@@ -253,15 +282,18 @@ def _assumed_options(
 ) -> list[Option]:
     out = []
     for resolved, count in assume:
-        peak = resolved.peak
+        peak, said = assumed_memory(resolved)
         c = Candidate(
             role="assumed",
             title=f"{count}× {peak.name} (assumed)" if count > 1 else f"{peak.name} (assumed)",
             gpu=peak.name,
             gpus=count,
             device_class=_device_class(peak),
+            peak=peak,
         )
         rate = candidate_rate(w, c, rules, origin="assumed")
+        if said:
+            rate.notes.append(said)
         if count > 8:
             rate.notes.append(
                 f"{count} GPUs are more than one machine holds: counted as "
@@ -765,6 +797,8 @@ def _caveats(
         if resolved.note:
             said += f" ({resolved.note})"
         out.append(said)
+        # the memory assumed of a chip or board whose memory varies
+        out.extend(n for n in o.rate.notes if n == assumed_memory(resolved)[1])
     if rec is not None and (stale := stale_note(rec.costs.date)):
         out.append(stale[0].upper() + stale[1:])
     out.extend(_missing_activations(w))

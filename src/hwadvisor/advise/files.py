@@ -62,6 +62,9 @@ class Candidate:
     memory_gb: float | None = None
     device_class: str = "cpu"
     sockets: int = 1
+    peak: GpuPeak | None = None
+    """An assumed GPU's row as resolved (a scaled Apple part, the memory assumed), where the
+    catalog has no row of that name."""
 
 
 def scenario_class(gpus: int, nodes: int = 1) -> int:

@@ -252,6 +252,8 @@ class ResolvedGpu:
 
     peak: GpuPeak
     note: str | None = None
+    memory_gb: float | None = None
+    """The memory the typed name states ("Apple M2 Ultra 192GB": 192), if any."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -425,6 +427,7 @@ def resolve_gpu(name: str) -> ResolvedGpu:
         peak,
         f"{row.name} with {cores} of its {full} GPU cores: its compute scaled to "
         f"{share:.0%}, its bandwidth as listed ({row.bandwidth_gbs or 0:g} GB/s)",
+        found.memory_gb,
     )
 
 
@@ -444,7 +447,7 @@ def _resolve(name: str) -> ResolvedGpu:
     level = min(fit for fit, _ in fits)
     tier = [peak for fit, peak in fits if fit == level]
     if len(tier) == 1:
-        return ResolvedGpu(tier[0])
+        return ResolvedGpu(tier[0], memory_gb=asked.memory_gb)
     default = defaults.get(_key(asked))
     chosen = next((peak for peak in tier if peak.name == default), tier[0])
     others = ", ".join(peak.name for peak in tier if peak is not chosen)
@@ -452,6 +455,7 @@ def _resolve(name: str) -> ResolvedGpu:
     return ResolvedGpu(
         chosen,
         f"“{typed}” taken as {chosen.name} (also in the catalog: {others}; name one to choose)",
+        asked.memory_gb,
     )
 
 

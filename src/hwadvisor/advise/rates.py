@@ -431,7 +431,7 @@ def candidate_rate(
             )
         cpu_memory = int((c.memory_gb or 0) * GIB)
         return Rate(c.title, origin, 0, cpu_est, cpu_memory, cpu_memory, cores=c.cores)
-    peak = find_gpu_peak(c.gpu or "")
+    peak = c.peak or find_gpu_peak(c.gpu or "")
     assert peak is not None  # checked when the rules were loaded
     memory = catalog_memory(peak)
     if w.kind == "classical":
