@@ -675,6 +675,8 @@ def test_an_assumed_chip_whose_memory_varies_trains_in_the_memory_named_or_the_l
     assert verdict.sufficient == (verdict.seconds <= advice.deadline_hours * 3600)
     row = advice.estimates[-1]
     assert row.memory_available_bytes == pytest.approx(gib * 2**30, rel=0.02)
+    # no cloud rents a Mac, and no cloud GPU is its stand-in
+    assert row.hourly_cost is None and (row.purchase_cost is None or row.purchase_cost > 0)
     said = [c for c in advice.caveats if "unified memory for the GPU" in c]
     assert len(said) == 1 and (("the least it was sold with" in said[0]) == ("GB" not in typed))
 

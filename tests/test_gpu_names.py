@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwadvisor.advise.names import GpuRow, ResolvedGpu, gpu_rows, nearest_gpus, resolve_gpu
+from hwadvisor.advise.names import GpuRow, gpu_rows, nearest_gpus, resolve_gpu
 from hwadvisor.catalog import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
 

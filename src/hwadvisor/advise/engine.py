@@ -33,7 +33,7 @@ from hwadvisor.advise.rates import (
 )
 from hwadvisor.advise.serve.memory import apple_working_set
 from hwadvisor.advise.trust import plausible
-from hwadvisor.catalog.peaks import GpuPeak
+from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak
 from hwadvisor.errors import UsageError
 from hwadvisor.memory import FitVerdict
 from hwadvisor.methods import describe as describe_training
@@ -194,6 +194,9 @@ def _option(
     fits = _fits(w, rate.per_gpu_memory, rate.gpus, rules)
     plan = memory_plan(w, rate.per_gpu_memory, rate.gpus, rules)
     seconds = est.seconds if est else None
+    # no cloud rents a Mac, and no cloud GPU stands in for one (its unified memory)
+    peak = find_gpu_peak(rate.gpu, fallback=False) if rate.gpu else None
+    mac = peak is not None and peak.vendor == "apple"
     costs = option_costs(
         prices,
         gpu=rate.gpu,
@@ -201,6 +204,7 @@ def _option(
         cores=rate.cores,
         seconds=seconds,
         names=(rate.hardware,) + ((role,) if role else ()),
+        stand_in_ok=(lambda gpu: False) if mac else None,
     )
     row = HardwareEstimate(
         hardware=rate.hardware,
