@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from hwadvisor.advise.figures import key_figures
 from hwadvisor.advise.files import Candidate, Rules, load_rules
-from hwadvisor.advise.names import ResolvedGpu
+from hwadvisor.advise.names import ResolvedGpu, varying_memory
 from hwadvisor.advise.pricing import Costs, Prices, builtin_prices, option_costs, stale_note
 from hwadvisor.advise.rates import (
     Rate,
@@ -252,21 +252,13 @@ def _cents(value: float | None) -> float | None:
 
 def assumed_memory(resolved: ResolvedGpu) -> tuple[GpuPeak, str | None]:
     """An assumed GPU's row with the memory it trains in, and what was assumed of it: a row
-    whose memory varies (an Apple chip, a board sold in two sizes) takes the size the name
-    states, else the least it was sold with; an Apple chip's GPU gets Metal's working set of
-    it (about 2/3 up to 36 GB, 3/4 above)."""
+    whose memory varies takes :func:`varying_memory`'s size; an Apple chip's GPU gets Metal's
+    working set of it (about 2/3 up to 36 GB, 3/4 above), a GPU sharing the computer's RAM
+    nine tenths of it."""
     peak = resolved.peak
-    if peak.memory_gb:
-        return peak, None
-    gb = resolved.memory_gb or peak.memory_min_gb
-    if not gb:
-        return peak, None
-    said = (
-        None
-        if resolved.memory_gb
-        else f"{peak.name}: {gb:g} GB assumed, the least it was sold with (a size in the name "
-        "sizes yours)"
-    )
+    gb, said = varying_memory(resolved)
+    if gb is None:
+        return peak, said
     if peak.vendor == "apple" or peak.unified_memory:
         working = apple_working_set(gb * 1e9) / 1e9 if peak.vendor == "apple" else gb * 0.9
         part = "Metal's working set" if peak.vendor == "apple" else "less the OS's share"
@@ -801,8 +793,8 @@ def _caveats(
         if resolved.note:
             said += f" ({resolved.note})"
         out.append(said)
-        # the memory assumed of a chip or board whose memory varies
-        out.extend(n for n in o.rate.notes if n == assumed_memory(resolved)[1])
+        if (memory := assumed_memory(resolved)[1]) is not None:
+            out.append(memory)  # what was assumed of a chip or board whose memory varies
     if rec is not None and (stale := stale_note(rec.costs.date)):
         out.append(stale[0].upper() + stale[1:])
     out.extend(_missing_activations(w))

@@ -37,7 +37,14 @@ from functools import lru_cache
 from hwadvisor.catalog.peaks import GpuPeak, load_catalog
 from hwadvisor.errors import UsageError
 
-__all__ = ["GpuRow", "ResolvedGpu", "gpu_rows", "nearest_gpus", "resolve_gpu"]
+__all__ = [
+    "GpuRow",
+    "ResolvedGpu",
+    "gpu_rows",
+    "nearest_gpus",
+    "resolve_gpu",
+    "varying_memory",
+]
 
 _BRANDS = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|instinct|radeon|intel|graphics)\b")
 #: "Intel(R) Arc(TM) A770 Graphics": the marks are no words of the name.
@@ -354,6 +361,24 @@ def _unknown(name: str, asked: _Words) -> UsageError:
     )
 
 
+def varying_memory(resolved: ResolvedGpu) -> tuple[float | None, str | None]:
+    """The memory (GiB) an assumed GPU whose memory varies per machine or board (a row with no
+    ``memory_gb``: an Apple chip, Strix Halo, a V100) is sized with: the size its name states,
+    else the least it was sold with, with a note saying so. ``(None, None)`` for a row of one
+    memory, or when neither is known."""
+    peak = resolved.peak
+    if peak.memory_gb:
+        return None, None
+    if resolved.memory_gb:
+        return resolved.memory_gb, None
+    if peak.memory_min_gb:
+        return peak.memory_min_gb, (
+            f"{peak.name}: {peak.memory_min_gb:g} GB assumed, the least it was sold with (a "
+            "size in the name sizes yours, as in 'M2 Ultra 192GB' or 'V100 32GB')"
+        )
+    return None, None
+
+
 #: An Apple chip's name: "M2 Ultra", "m4max", "Apple M3".
 _APPLE_CHIP = re.compile(r"(?<![a-z0-9])m[1-9](?![0-9])", re.IGNORECASE)
 #: The Mac around a chip, which names no GPU: "Mac Studio M2 Ultra", "MacBook Pro M3 Max".
@@ -396,7 +421,7 @@ def resolve_gpu(name: str) -> ResolvedGpu:
     (the bandwidth as listed)."""
     base, cores = _apple_parts(name)
     if cores is None:
-        return _resolve(base if base != name else name)
+        return _resolve(base)
     try:
         return _resolve(f"{base} {cores}-core")  # a row of that core count
     except UsageError:

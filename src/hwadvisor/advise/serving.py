@@ -18,7 +18,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwadvisor.advise.names import resolve_gpu
+from hwadvisor.advise.names import ResolvedGpu, resolve_gpu, varying_memory
 from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
@@ -32,7 +32,7 @@ from hwadvisor.advise.serve.speed import (
     peak_flops,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
-from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog, memory_in_name
+from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
@@ -407,21 +407,15 @@ def machine_options(profile: Profile) -> list[_Candidate]:
 
 
 def _assumed_candidate(
-    name: str, row: GpuPeak, count: int, family: str
+    resolved: ResolvedGpu, name: str, count: int, family: str
 ) -> tuple[_Candidate, str | None]:
-    """The GPU the user assumes, and a note on what was assumed of it; an Apple chip as unified
-    memory of the size its name states ("Apple M2 Ultra 192GB"), else the least it was sold
-    with. What cannot be sized is said, never dropped."""
-    stated = memory_in_name(name)
+    """The GPU the user assumes, and a note on what was assumed of it; a row whose memory
+    varies (an Apple chip as unified memory) sized as :func:`varying_memory` says. What cannot
+    be sized is said, never dropped."""
+    row = resolved.peak
     apple = (row.vendor or "").lower() == "apple"
-    note = None
-    if stated is None and not row.memory_gb and row.memory_min_gb is not None:
-        # a memory that varies per machine or board: the least it was sold with
-        stated = int(row.memory_min_gb * 2**30)
-        note = (
-            f"{row.name}: {row.memory_min_gb:g} GB assumed, the least it was sold with (a "
-            f"size in the name sizes yours: '{'Apple M2 Ultra 192GB' if apple else 'V100 32GB'}')"
-        )
+    gib, note = varying_memory(resolved)
+    stated = int(gib * 2**30) if gib else None
     if apple and stated is None:
         raise UsageError(
             f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
@@ -429,7 +423,7 @@ def _assumed_candidate(
         )
     if apple and count > 1:
         raise UsageError(f"--assume-gpu {name!r}: --gpus counts discrete GPUs, not Macs")
-    if stated and (apple or not row.memory_gb):
+    if stated:  # a row whose memory varies: the size named, or the least sold
         row = dataclasses.replace(row, memory_gb=stated / 1e9)
     c = _catalog_candidate(row, count, "assumed", family)
     if c is None:
@@ -734,7 +728,7 @@ def serve_advice(
                 f"--assume-gpu {name!r}: {_fp8_words(request.engine)} "
                 f"(this is {assumed.target}; --engine vllm runs FP8 weights on it)"
             )
-        candidate, note = _assumed_candidate(name, assumed, request.gpus, family)
+        candidate, note = _assumed_candidate(resolved, name, request.gpus, family)
         candidates.append(candidate)
         if note:
             notes.append(note)
@@ -846,6 +840,7 @@ def serve_advice(
         prompt_tokens=request.prompt_tokens,
         reply_tokens=request.reply_tokens,
         kv_cache=request.kv_cache,
+        decode_depth_tokens=reply_depth(request),
         scenario_class=scenario,
         this_machine=here,
         this_machine_note=note,

@@ -258,11 +258,6 @@ def _stated_memory_bytes(device: str) -> int | None:
     return None if found is None else round(float(found.group(1)) * 2**30)
 
 
-def memory_in_name(name: str) -> int | None:
-    """The memory a device name states, in bytes ("Apple M2 Ultra 192GB" -> 192 GiB)."""
-    return _stated_memory_bytes(_normalise(name))
-
-
 #: A bracket listing several products, as pci.ids and rocm-smi print a device id several cards
 #: share ("Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]"): it names none of them.
 _PRODUCT_LIST = re.compile(r"\[[^\]]*/[^\]]*\]")

@@ -81,6 +81,9 @@ class InferenceAdvice(StrictModel):
     """The reply length each estimate's ``throughput_tok_s`` is counted at: replies' tokens
     per second, each request's prompt computed too."""
     kv_cache: str
+    decode_depth_tokens: int | None = None
+    """The KV depth each estimate's ``decode_tok_s`` is timed at: a reply's middle (its prompt
+    and half the reply), never past the context."""
     scenario_class: int | None = None
     """The smallest class with an option that holds the model and meets the target."""
     this_machine: InferenceEstimate | None = None

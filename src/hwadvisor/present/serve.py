@@ -192,10 +192,14 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
 
 
 def footnote(a: InferenceAdvice) -> str:
-    depth = min(a.context, a.prompt_tokens + a.reply_tokens // 2)
+    depth = (
+        f", decode at {a.decode_depth_tokens:,} tokens of context (a reply's middle)"
+        if a.decode_depth_tokens is not None
+        else ""
+    )
     return (
-        f"decode and prefill in tokens/s, decode at {depth:,} tokens of context (a reply's "
-        f"middle); users: how many get {a.target_tok_s:g} tok/s each; "
+        f"decode and prefill in tokens/s{depth}; users: how many get {a.target_tok_s:g} tok/s "
+        "each; "
         f"$/M tok: rented, per million reply tokens at that load ({a.prompt_tokens:,}-token "
         f"prompts, {a.reply_tokens:,}-token replies)."
     )
