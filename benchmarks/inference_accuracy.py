@@ -41,9 +41,10 @@ def main() -> None:
     eager = [r for r in rows if r.family in HOST_FAMILIES]
     print(f"{len(rows)} speed rows from {len({r.group for r in rows})} sources")
     print(f"served engines: {len(served)} rows from {len({r.group for r in served})} sources")
+    loso = leave_one_source_out(served, ("decode", "prefill"), batched)
     for phase in ("decode", "prefill"):
         _line(phase, "in sample", in_sample(served, phase, batched))
-        _line(phase, "leave one source out", leave_one_source_out(served, phase, batched))
+        _line(phase, "leave one source out", loso[phase])
     _serving(rows, batched)
     print(f"eager reference runs: {len(eager)} rows from {len({r.group for r in eager})} machines")
     rules = fit_rules(rows)

@@ -6,9 +6,9 @@ General rules only: one efficiency per engine family, per family x device kind, 
 quant family and per family x quant family x device kind and phase (decode, prefill), each
 shrunk toward the level above and the top toward a prior
 (hwadvisor.advise.serve.calib.fit_rules), with a fixed time per decode step per engine family
-and a MoE factor per family). The range around an estimate is the 10th-90th percentile of the
-leave-one-source-out ratios. ``--check`` writes nothing and exits 1 when the file differs from
-a fresh fit.
+and per family x device kind with enough runs, and a MoE factor per family. The range around
+an estimate is the 10th-90th percentile of the leave-one-source-out ratios. ``--check``
+writes nothing and exits 1 when the file differs from a fresh fit.
 """
 
 from __future__ import annotations
@@ -41,10 +41,8 @@ def render() -> str:
     # (this project's reference runs) fit the host's time and are scored on their own
     # (benchmarks/inference_accuracy.py).
     served = [row for row in rows if row.family not in HOST_FAMILIES]
-    spread = spread_from(
-        leave_one_source_out(served, "decode", serving),
-        leave_one_source_out(served, "prefill", serving),
-    )
+    loso = leave_one_source_out(served, ("decode", "prefill"), serving)
+    spread = spread_from(loso["decode"], loso["prefill"])
     rules = fit_rules(rows, spread, serving)
     groups = len({row.group for row in rows})
     lines = [

@@ -433,7 +433,9 @@ APPLE_FULL = [row for row in ROWS if row.vendor == "apple" and "core GPU" not in
 @pytest.mark.parametrize(
     "form",
     ["{chip} {n}-core", "{chip} {n}-core GPU", "Apple {chip} ({n}-core GPU)", "{chip} {n}c",
-     "Mac Studio {chip} {n} GPU cores", "MacBook Pro {chip} 12-core CPU {n}-core GPU 64GB"],
+     "Mac Studio {chip} {n} GPU cores", "MacBook Pro {chip} 12-core CPU {n}-core GPU 64GB",
+     "{chip} 12/{n}", "MacBook Pro {chip} (12/{n}) 64GB", "{chip} 12C/{n}C",
+     "{chip} 12C CPU {n}C GPU"],
 )  # fmt: skip
 def test_an_apple_chip_with_fewer_gpu_cores_scales_its_compute_not_its_bandwidth(
     row: GpuPeak, form: str

@@ -35,6 +35,7 @@ from hwadvisor.advise.serve.speed import (
     rules_from_data,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
+from hwadvisor.catalog.llms import find_llm
 from hwadvisor.catalog.peaks import find_gpu_peak, load_catalog
 from hwadvisor.errors import InputError
 from tests.helpers.llms import GPT_OSS_20B, LLAMA_8B, LLAMA_70B, MIXTRAL_8X7B, QWEN3_30B_A3B
@@ -208,7 +209,8 @@ def test_calibration_accuracy_does_not_regress() -> None:
     every = speed_rows(load_calibration())
     rows = [row for row in every if row.family not in HOST_FAMILIES]
     ins = accuracy(in_sample(rows, "decode"))
-    loso = accuracy(leave_one_source_out(rows, "decode"))
+    both = leave_one_source_out(rows, ("decode", "prefill"))
+    loso = accuracy(both["decode"])
     # the figures on 184 decode rows from 77 sources (docs/inference-model.md): in sample
     # 79 % / 92 %, worst 2.46x; one source out 66 % / 90 %, worst 3.84x (the 177 before AMD's
     # Instinct runs: 68 % / 89 %, 3.97x). Below the targets (80 % / 95 % held out): Intel's
@@ -218,7 +220,7 @@ def test_calibration_accuracy_does_not_regress() -> None:
     assert ins.n >= 193 and ins.within_125 >= 0.76 and ins.within_150 >= 0.90
     assert ins.worst < 2.7
     assert loso.within_125 >= 0.64 and loso.within_150 >= 0.88 and loso.worst < 4.2
-    pre = accuracy(leave_one_source_out(rows, "prefill"))
+    pre = accuracy(both["prefill"])
     # 86 runs: 50 % / 70 %, worst 2.96x with GGUF engines' FP16 rate and a MoE prefill factor
     # (78 runs: 42 % / 65 %, 4.15x before both)
     assert pre.n >= 86 and pre.within_125 >= 0.48 and pre.within_150 >= 0.68 and pre.worst < 3.2
@@ -315,18 +317,23 @@ def test_a_refined_kind_falls_back_through_the_kinds_it_refines() -> None:
 
 def test_a_gpu_kind_no_run_was_measured_on_borrows_the_gpu_rule_and_says_so() -> None:
     shipped = load_rules()
-    # Intel's Arc cards have runs now (A770, A770M, B580): below the other GPUs' share
-    assert shipped.efficiency("decode", "llama.cpp", "gguf-legacy", "gpu-intel") < (
-        0.75 * shipped.efficiency("decode", "llama.cpp", "gguf-legacy", "gpu")
-    )
+    arc = DeviceSpeed(456e9, 116.5e12, kind="gpu-intel")
+    rtx = DeviceSpeed(456e9, 116.5e12, kind="gpu")
+    # Intel's Arc cards have runs now (A770, A770M, B580): slower than another GPU of their
+    # bandwidth, in its efficiency or its time per step
+    for model in (LLAMA_8B, find_llm("llama-3.2-1b")):
+        arc_s, rtx_s = (
+            estimate_speed(model, Q4, context=4096, engine="llama.cpp", device=d, rules=shipped)
+            for d in (arc, rtx)
+        )
+        assert arc_s.decode_tok_s < 0.85 * rtx_s.decode_tok_s
     # rules without them: the kind borrows the GPU rule, and the basis says so
     rules = dataclasses.replace(
         shipped,
         decode={k: v for k, v in shipped.decode.items() if "gpu-intel" not in k},
         prefill={k: v for k, v in shipped.prefill.items() if "gpu-intel" not in k},
+        overhead_s={k: v for k, v in shipped.overhead_s.items() if "gpu-intel" not in k},
     )
-    arc = DeviceSpeed(456e9, 116.5e12, kind="gpu-intel")
-    rtx = DeviceSpeed(456e9, 116.5e12, kind="gpu")
     on_arc = estimate_speed(LLAMA_8B, Q4, context=4096, engine="llama.cpp", device=arc,
                             rules=rules)  # fmt: skip
     on_rtx = estimate_speed(LLAMA_8B, Q4, context=4096, engine="llama.cpp", device=rtx,

@@ -391,9 +391,14 @@ _CORES = re.compile(
     r"\(?\s*(?<![0-9])(\d{1,3})\s*-?\s*(?:gpu\s*cores?|cores?(?:\s*gpu)?|c|gpu)(?![a-z0-9])\s*\)?",
     re.IGNORECASE,
 )
-#: The CPU's core count beside it ("11-core CPU"), which says nothing of the GPU.
+#: CPU and GPU core counts written as a pair ("M3 Max 16/40", "M4 Max 16C/40C"): the GPU's is
+#: the second.
+_CORE_PAIR = re.compile(
+    r"\(?\s*(?<![0-9])\d{1,2}\s*c?\s*/\s*(\d{1,3})\s*c?(?![a-z0-9])\s*\)?", re.IGNORECASE
+)
+#: The CPU's core count beside it ("11-core CPU", "12C CPU"), which says nothing of the GPU.
 _CPU_CORES = re.compile(
-    r"\(?\s*(?<![0-9])\d{1,3}\s*-?\s*(?:cpu\s*cores?|cores?\s*cpu)(?![a-z0-9])\s*\)?,?",
+    r"\(?\s*(?<![0-9])\d{1,3}\s*-?\s*(?:cpu\s*cores?|cores?\s*cpu|c\s*cpu)(?![a-z0-9])\s*\)?,?",
     re.IGNORECASE,
 )
 
@@ -403,7 +408,12 @@ def _apple_parts(name: str) -> tuple[str, int | None]:
     count (None: not given, or not an Apple chip's name)."""
     if not _APPLE_CHIP.search(name):
         return name, None
-    text = _CPU_CORES.sub(" ", _MAC_PRODUCT.sub(" ", name))
+    text = _MAC_PRODUCT.sub(" ", name)
+    pair = _CORE_PAIR.search(text)
+    if pair is not None:
+        rest = text[: pair.start()] + " " + text[pair.end() :]
+        return " ".join(rest.split()), int(pair.group(1))
+    text = _CPU_CORES.sub(" ", text)
     found = _CORES.search(text)
     if found is None:
         return " ".join(text.split()), None

@@ -386,6 +386,9 @@ UNIT = Rules(
 
 OVERHEAD_GRID_S = tuple(i * 1e-4 for i in range(0, 31))
 """Fixed time per decode step tried for each engine family: 0 to 3 ms."""
+KIND_OVERHEAD_GRID_S = tuple(i * 2e-4 for i in range(0, 51))
+"""... and for each device kind of a family: 0 to 10 ms (an Intel or Pascal card's runtime
+takes several)."""
 MAX_EFFICIENCY = 1.2
 PRIOR_OVERHEAD_S = 1e-3
 """The fixed time per decode step of a family with too few rows to fit its own."""
@@ -505,7 +508,7 @@ def _tables(
                 continue
             r = _host_ratio(row, phase, host)
         else:
-            r = raw_ratio(row, phase, overhead.get(row.family, 0.0))
+            r = raw_ratio(row, phase, _overhead_of(overhead, row) if phase == "decode" else 0.0)
         if r is None or r <= 0:
             continue
         if row.geom.moe:
@@ -592,6 +595,7 @@ def fit_rules(
             if err < best_err - 1e-12:
                 best, best_err = t0, err
         overhead[family] = best
+        overhead |= _kind_overheads(mine, family, best)
     host = _fit_host(rows)
     decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
     prefill, moe_prefill = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
@@ -614,6 +618,33 @@ def fit_rules(
     )
     per_sequence, allreduce = _fit_batching(serving or [], rules, rows)
     return replace(rules, per_sequence_s=per_sequence, allreduce_s=allreduce)
+
+
+def _overhead_of(overhead: dict[str, float], row: SpeedRow) -> float:
+    return Rules({}, {}, 1, 1, 1, 1, overhead_s=overhead).step_overhead(row.family, row.device.kind)
+
+
+def _kind_overheads(rows: list[SpeedRow], family: str, family_s: float) -> dict[str, float]:
+    """Per device kind with MIN_ROWS_FOR_OVERHEAD dense single-device rows or more of
+    ``family``: the fixed time per step that fits them best, shrunk toward the family's."""
+    out: dict[str, float] = {}
+    for kind in sorted({row.device.kind for row in rows}):
+        mine = [r for r in rows if r.device.kind == kind and not r.geom.moe and r.device.count == 1]
+        if len(mine) < MIN_ROWS_FOR_OVERHEAD:
+            continue
+
+        def err(t0: float, mine: list[SpeedRow] = mine) -> float:
+            table, _ = _tables(mine, "decode", PRIOR_DECODE, {family: t0})
+            trial = Rules(table, {"*": PRIOR_PREFILL}, 1.0, 1.0, 1.0, 1.0, {family: t0})
+            return sum(math.log(r) ** 2 for row in mine if (r := predict(row, trial, "decode")))
+
+        # the grid's every fifth point, then the points around the best of those
+        coarse = KIND_OVERHEAD_GRID_S[::5]
+        best = min(coarse, key=err)
+        near = [t for t in KIND_OVERHEAD_GRID_S if abs(t - best) < 5 * KIND_OVERHEAD_GRID_S[1]]
+        best = min(near, key=err)
+        out[f"{family}/{kind}"] = (len(mine) * best + SHRINK * family_s) / (len(mine) + SHRINK)
+    return out
 
 
 def predict(row: SpeedRow, rules: Rules, phase: str) -> float | None:
@@ -647,17 +678,18 @@ def serving_one_out(rows: list[SpeedRow], serving: list[ServingRow]) -> list[flo
 
 
 def leave_one_source_out(
-    rows: list[SpeedRow], phase: str, serving: list[ServingRow] | None = None
-) -> list[float]:
-    """Each group predicted by rules fitted without it (the batching times from ``serving``
-    and the other batch-1 rows)."""
-    ratios: list[float] = []
+    rows: list[SpeedRow], phases: tuple[str, ...], serving: list[ServingRow] | None = None
+) -> dict[str, list[float]]:
+    """Per phase: each group's rows predicted by rules fitted without it (the batching times
+    from ``serving`` and the other batch-1 rows), one fit per group for every phase."""
+    ratios: dict[str, list[float]] = {phase: [] for phase in phases}
     for group in sorted({row.group for row in rows}):
         train = [row for row in rows if row.group != group]
         rules = fit_rules(train, serving=serving)
-        for row in rows:
-            if row.group == group and (r := predict(row, rules, phase)) is not None:
-                ratios.append(r)
+        for phase in phases:
+            for row in rows:
+                if row.group == group and (r := predict(row, rules, phase)) is not None:
+                    ratios[phase].append(r)
     return ratios
 
 

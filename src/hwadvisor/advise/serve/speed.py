@@ -210,7 +210,9 @@ class Rules:
     prefill_low: float
     prefill_high: float
     overhead_s: dict[str, float] = field(default_factory=dict)
-    """Fixed time per decode step, per engine family (sampling, kernel launches, the server)."""
+    """Fixed time per decode step (sampling, kernel launches, the server), per engine family
+    and per ``family/kind`` where a device kind's runs fit their own: CUDA graphs launch a
+    step's kernels in a fraction of the time an Intel or a Pascal card's runtime takes."""
     moe: dict[str, float] = field(default_factory=dict)
     """A MoE's decode efficiency relative to a dense model's, per engine family (routing,
     more and smaller kernels); ``*`` for a family with no MoE run, fitted on every family's."""
@@ -239,6 +241,11 @@ class Rules:
     llama.cpp's quantized kernels, measured on GeForce cards, do not scale to a data-center
     GPU's tensor peak."""
 
+    def step_overhead(self, family: str, kind: str) -> float:
+        """The fixed time per decode step of ``family`` on ``kind``: the kind's own (or the
+        coarser kind's it refines), else the family's, else the prior."""
+        return _step_overhead(tuple(sorted(self.overhead_s.items())), family, kind)
+
     def host_time(self, family: str, kind: str, layers: int) -> float | None:
         rule = self.host_s.get(f"{family}/{kind}") or self.host_s.get(f"{family}/{base_kind(kind)}")
         return None if rule is None else rule[0] + rule[1] * layers
@@ -252,6 +259,15 @@ class Rules:
             if key in table:
                 return table[key]
         return table.get("*", PRIOR_DECODE if phase == "decode" else PRIOR_PREFILL)
+
+
+@lru_cache(maxsize=512)
+def _step_overhead(table: tuple[tuple[str, float], ...], family: str, kind: str) -> float:
+    found = dict(table)
+    for key in (*(f"{family}/{k}" for k in kind_chain(kind)), family, "*"):
+        if key in found:
+            return found[key]
+    return 0.0
 
 
 @lru_cache(maxsize=512)
@@ -403,7 +419,7 @@ def estimate_speed(
     if geom.moe:
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
         eff_p *= moe_prefill
-    overhead = rules.overhead_s.get(family, rules.overhead_s.get("*", 0.0))
+    overhead = rules.step_overhead(family, device.kind)
     host = rules.host_time(family, device.kind, geom.layers)
     if host is not None:
         overhead = 0.0
