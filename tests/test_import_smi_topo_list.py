@@ -258,8 +258,10 @@ def test_list_gives_the_table_its_uuids() -> None:
     ]
     first, second = profile.gpus
     assert first.vram_total_bytes.value == 8192 * MIB and first.power_draw_watts.value == 10.0
-    # GPU 1's memory cell is cut ("1MiB /"): unknown, and the cut is reported.
-    assert second.vram_total_bytes.value is None
+    # GPU 1's memory cell is cut ("1MiB /"): not read from the table (the catalog's one size
+    # of the Quadro RTX 4000 stands in, said as the catalog's), and the cut is reported.
+    assert second.vram_total_bytes.source.value == "catalog"
+    assert second.vram_total_bytes.value == 8 * 10**9 or second.vram_total_bytes.value == 8 * 2**30
     assert _cut(profile) == "the table is cut after GPU 1's first row"
 
 
