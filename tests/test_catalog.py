@@ -645,3 +645,24 @@ def test_every_row_has_a_class_from_data_not_from_its_name() -> None:
     assert is_datacenter(by_name["GH200 (96 GB HBM3)"])
     assert is_datacenter(by_name["AMD Instinct MI300X"])
     assert is_datacenter(by_name["T4"]) and is_datacenter(by_name["A10G"])
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in ROWS if r.integrated], ids=lambda r: r.name
+)  # fmt: skip
+def test_graphics_built_into_a_cpu_share_its_ram_and_stay_out_of_a_listings_gpus(
+    row: GpuPeak,
+) -> None:
+    from hwadvisor.importers.devicenames import is_compute_gpu, name_device
+
+    # the machine's RAM, whose size varies: no memory of its own
+    assert row.unified_memory and row.memory_gb is None, row.name
+    named = name_device(
+        0, row.vendor, row.match[0], pci_id=None, memory_bytes=None, source=Source.LSPCI,
+        tool="lspci",
+    )  # fmt: skip
+    assert named.name.value is not None and row.match[0] in named.name.value
+    # found by its name, yet not a compute GPU of the profile (unless its name says Arc)
+    assert not named.known
+    if "arc" not in row.match[0].lower():
+        assert not is_compute_gpu(row.vendor, row.match[0], named.known)

@@ -455,7 +455,8 @@ def test_pci_ids(pci_id: str, memory: int | None, expected: str | None) -> None:
         ("gfx906", 16 * GIB, None),  # MI50 16GB or Radeon VII
         ("gfx906", 32 * GIB, None),  # MI50 32GB or MI60
         ("gfx1100", 48 * GIB, "AMD Radeon PRO W7900"),
-        ("gfx1201", 16 * GIB, "AMD Radeon RX 9070 XT"),
+        ("gfx1201", 16 * GIB, None),  # RX 9070 XT or RX 9070
+        ("gfx1201", 8 * GIB, None),
         ("9.0", 80 * GIB, None),  # a CUDA capability is no gfx target
     ],
 )

@@ -242,8 +242,9 @@ def test_gguf_prefill_counts_the_rate_a_geforce_or_radeon_reaches_with_fp16_accu
             # the factor stands for the FP16 figure the catalog leaves out: never both
             assert factor == (4.0 if row.architecture == "RDNA 4" else 2.0), row.name
             assert row.fp16_tflops is None and row.bf16_tflops is None, row.name
-        if row.gpu_class == "datacenter" or row.vendor in ("apple", "intel"):
-            assert factor == 1.0, row.name
+        rdna = (row.architecture or "").startswith("RDNA")
+        if (row.gpu_class == "datacenter" and not rdna) or row.vendor in ("apple", "intel"):
+            assert factor == 1.0, row.name  # (the Radeon PRO V620: a cloud RDNA 2 card)
 
     def prefill(gpu: str, engine: str) -> ServeSpeed:
         row = find_gpu_peak(gpu)

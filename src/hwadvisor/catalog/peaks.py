@@ -107,6 +107,10 @@ class GpuPeak:
     assumed when a name gives none."""
     unified_memory: bool = False
     """The GPU shares the computer's RAM (an AMD APU, NVIDIA's GB10; Apple's are by vendor)."""
+    integrated: bool = False
+    """Graphics built into a laptop or desktop CPU (Iris Xe, Radeon 780M): a device listing's
+    line for it is left out of a profile's compute GPUs, as other integrated graphics are;
+    ``--assume-gpu`` still sizes a model on it."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,6 +145,7 @@ class _GpuRow(DataModel):
     gpu_cores: OptPositiveWhole = None
     memory_min_gb: OptPositive = None
     unified_memory: Flag = False
+    integrated: Flag = False
     pci_ids: Annotated[
         tuple[str, ...],
         texts(
@@ -172,6 +177,7 @@ class _GpuRow(DataModel):
             gpu_cores=self.gpu_cores,
             memory_min_gb=self.memory_min_gb,
             unified_memory=self.unified_memory,
+            integrated=self.integrated,
         )
 
 

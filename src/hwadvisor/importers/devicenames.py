@@ -89,7 +89,8 @@ class Named:
     note: str | None
     """Set when the name came from the catalog rather than the tool ("GPU 0: named from ...")."""
     known: bool
-    """The catalog has a row for it."""
+    """The catalog has a row for it, a compute GPU's (its row for graphics built into a CPU
+    does not count)."""
 
 
 def name_device(
@@ -114,7 +115,8 @@ def name_device(
         )
         peak = find_gpu_peak(shown, memory_bytes, fallback=False)
         if peak is not None:
-            return Named(fact(shown, source), None, True)
+            # graphics built into the CPU: named, but no compute GPU of the profile
+            return Named(fact(shown, source), None, not peak.integrated)
     if pci_id:
         peak = find_gpu_by_pci_id(pci_id, memory_bytes)
         if peak is not None:
