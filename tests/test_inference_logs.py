@@ -307,23 +307,41 @@ def test_the_model_from_a_description_and_count(
 
 
 def test_a_description_that_fits_several_shapes_is_not_guessed() -> None:
-    from hwadvisor.calibrate_serve import PARAMS_TOLERANCE, model_from_description
+    from hwadvisor.calibrate_serve import PARAMS_ROUNDING, PARAMS_TOLERANCE, model_from_description
     from hwadvisor.catalog.llms import all_llms
+
+    def shape(m: Any) -> tuple[int | None, ...]:
+        return (m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate, m.experts)
 
     models = all_llms()
     for g in models:
-        near = [
-            m
+        count = g.params_total
+        rivals = [
+            abs(m.params_total - count)
             for m in models
-            if abs(m.params_total - g.params_total) <= PARAMS_TOLERANCE * g.params_total
-            and (m.layers, m.hidden, m.intermediate, m.kv_heads)
-            != (g.layers, g.hidden, g.intermediate, g.kv_heads)
+            if abs(m.params_total - count) <= PARAMS_TOLERANCE * count and shape(m) != shape(g)
         ]
-        got = model_from_description("unknownarch 1B", g.params_total)
-        if near:
-            assert got is None  # two shapes within the tolerance: no guess
-        else:
-            assert got is not None
+        got = model_from_description("unknownarch 1B", count)
+        if any(d < 3 * PARAMS_ROUNDING * count for d in rivals):
+            assert got is None, g.name  # two shapes as near as rounding: no guess
+        else:  # its own count names its shape, whatever else lies within the tolerance
+            assert got is not None and shape(got) == shape(g), g.name
+
+
+@pytest.mark.parametrize(
+    ("description", "params", "expected"),
+    [("llama 7B Q4_0", 7.24e9, "mistral-7b-v0.3"),  # not OLMo 2's 7.30 B
+     ("phi3 3B Q4_K_M", 3.82e9, "phi-3-mini"),  # not Phi-4-mini's 3.84 B
+     ("unknownarch 3B", 3.84e9, "phi-4-mini"),
+     ("unknownarch 7B", 7.275e9, None)],  # halfway: neither
+)  # fmt: skip
+def test_a_count_much_nearer_one_shape_names_it(
+    description: str, params: float, expected: str | None
+) -> None:
+    from hwadvisor.calibrate_serve import model_from_description
+
+    got = model_from_description(description, params)
+    assert (got.name if got else None) == expected
 
 
 def test_bad_files_are_skipped_the_rest_read(

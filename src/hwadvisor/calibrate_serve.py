@@ -93,13 +93,17 @@ def match_model(record: SpeedRecord) -> tuple[LlmGeometry | None, str]:
 
 #: How near a catalog model's parameter count must be to the one a tool printed.
 PARAMS_TOLERANCE = 0.02
+#: How far a printed count may be off by rounding alone (llama-bench's "6.74 B"): counts nearer
+#: than this are not told apart.
+PARAMS_ROUNDING = 0.001
 
 
 def model_from_description(description: str | None, params: float | None) -> LlmGeometry | None:
     """The catalog model a tool's description and parameter count stand for (llama-bench's
     ``llama 7B Q4_0`` with ``6.74 B``: Llama 2 7B): the models within
     :data:`PARAMS_TOLERANCE` of the count, of the description's architecture where one is
-    (``qwen3moe`` is a Qwen3); None unless they all have one shape."""
+    (``qwen3moe`` is a Qwen3); None unless they all have one shape or one is much the nearest
+    (a third of the distance of the nearest of another shape, or less)."""
     from hwadvisor.catalog.llms import all_llms, lookup_key
 
     if not description or not params or params <= 0:
@@ -107,15 +111,22 @@ def model_from_description(description: str | None, params: float | None) -> Llm
     arch = re.match(r"[a-z]+", description.strip().lower())
     near = [g for g in all_llms() if abs(g.params_total - params) <= PARAMS_TOLERANCE * params]
     named = [g for g in near if arch and lookup_key(g.name).startswith(arch.group(0)[:4])]
+
+    def shape(g: LlmGeometry) -> tuple[int | None, ...]:
+        return (g.layers, g.hidden, g.heads, g.kv_heads, g.head_dim, g.intermediate, g.experts)
+
     for pool in (named, near):
-        shapes = {
-            (g.layers, g.hidden, g.heads, g.kv_heads, g.head_dim, g.intermediate, g.experts)
-            for g in pool
-        }
-        if len(shapes) == 1:
-            return pool[0]
-        if pool:
-            return None  # several shapes: the description cannot tell them apart
+        if not pool:
+            continue
+        pool = sorted(pool, key=lambda g: abs(g.params_total - params))
+        best = pool[0]
+        other = next((g for g in pool if shape(g) != shape(best)), None)
+        if other is None:
+            return best
+        # several shapes: the count tells them apart only where one is much the nearest
+        # (Mistral 7B's 7.25 B, not OLMo 2's 7.30 B, for 7.24 B)
+        gap = max(abs(best.params_total - params), PARAMS_ROUNDING * params)
+        return best if 3 * gap <= abs(other.params_total - params) else None
     return None
 
 

@@ -16,6 +16,7 @@ import difflib
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -72,13 +73,15 @@ class LlmShape:
     """MLA: the compressed query width (None: queries projected directly)."""
     v_head_dim: int | None = None
     """MLA: the value head width (None: ``head_dim``)."""
+    mlp_matrices: int = 3
+    """The MLP's matrices: 3 for a gated MLP (gate, up, down), 2 for an ungated one (GPT-J)."""
 
 
 def count_params(g: LlmGeometry, shape: LlmShape = LlmShape()) -> tuple[float, float]:
     """(total, active) parameters of a decoder-only transformer of this shape: embeddings (twice
     when untied), then per layer attention (q, k, v, o; MLA's compressed projections) and a gated
-    MLP (3 matrices) or experts (routed + shared, with the router). Norms and biases are left out
-    (well under 0.1 %)."""
+    MLP (3 matrices; 2 ungated) or experts (routed + shared, with the router). Norms and biases
+    are left out (well under 0.1 %)."""
     h = g.hidden
     if g.kv_lora_rank is not None:
         rope = g.rope_head_dim or 0
@@ -93,13 +96,13 @@ def count_params(g: LlmGeometry, shape: LlmShape = LlmShape()) -> tuple[float, f
         attention = float(q + kv + g.heads * v_dim * h)
     else:
         attention = float(h * g.head_dim * (2 * g.heads + 2 * g.kv_heads))
-    mlp = 3.0 * h * (g.intermediate or 0)
+    mlp = float(shape.mlp_matrices) * h * (g.intermediate or 0)
     embeddings = float(g.vocab * h * (1 if shape.tied_embeddings else 2))
     if not g.moe:
         total = embeddings + g.layers * (attention + mlp)
         return total, total
     dense = shape.dense_layers
-    dense_mlp = 3.0 * h * (shape.dense_intermediate or g.intermediate or 0)
+    dense_mlp = float(shape.mlp_matrices) * h * (shape.dense_intermediate or g.intermediate or 0)
     moe_layers = g.layers - dense
     routed = moe_layers * (g.experts * mlp + h * g.experts)
     shared = moe_layers * shape.shared_experts * mlp
@@ -141,6 +144,7 @@ class _Llm(DataModel):
     dense_intermediate: OptPositiveWhole = None
     q_lora_rank: OptPositiveWhole = None
     v_head_dim: OptPositiveWhole = None
+    mlp_matrices: Annotated[int, Field(ge=2, le=3)] = 3
 
     @model_validator(mode="after")
     def _consistent(self) -> _Llm:
