@@ -114,6 +114,7 @@ def apple_working_set(total: float) -> float:
     return total * (2.0 / 3.0 if total <= 36e9 else 0.75)
 
 
+@lru_cache(maxsize=4096)
 def usable_bytes(device: DeviceMemory, engine: str) -> tuple[float, str]:
     """Bytes one device gives the engine, and a note saying why."""
     total = device.total_bytes

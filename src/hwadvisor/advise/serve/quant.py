@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hwadvisor.errors import UsageError
 
@@ -166,6 +167,7 @@ KV_CACHE_BYTES: dict[str, float] = {
 """Bytes per stored KV value for each cache precision."""
 
 
+@lru_cache(maxsize=64)
 def kv_bytes_per_value(kv_cache: str) -> float:
     """Bytes per KV-cache value for ``kv_cache`` (``f16``, ``fp8``, ``q8_0``, ``q4_0``)."""
     value = KV_CACHE_BYTES.get(kv_cache.strip().lower())

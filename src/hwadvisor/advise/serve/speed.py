@@ -76,6 +76,7 @@ def peak_flops(row: GpuPeak, quant_family: str) -> float | None:
     return tflops * 1e12 if tflops else None
 
 
+@lru_cache(maxsize=4096)
 def catalog_devices(
     row: GpuPeak, count: int, quant_family: str
 ) -> tuple[DeviceSpeed, DeviceMemory] | None:
