@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hwadvisor.model import fastjson
@@ -26,6 +26,8 @@ _values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_values)
+@example(-9_223_372_036_854_775_809)  # a document that is one integer beyond 64 bits
+@example(2**64)
 def test_round_trip_matches_the_standard_library(value: object) -> None:
     text = json.dumps(value)
     assert fastjson.loads(text) == json.loads(text)

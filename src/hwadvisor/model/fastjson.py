@@ -57,9 +57,12 @@ def loads(text: str | bytes) -> Any:
         except _orjson.JSONDecodeError:
             pass  # json decides, with its own message (or accepts what orjson refuses)
         else:
-            if not (type(value) is dict or type(value) is list):
+            if type(value) is dict or type(value) is list:
+                why = _unlike_json(value)
+            elif type(value) is float and not -_BIG < value < _BIG:
+                why = "big"  # a document that is one integer beyond 64 bits
+            else:
                 return value
-            why = _unlike_json(value)
             if why == "deep":
                 raise RecursionError(f"JSON nested more than {MAX_DEPTH} deep")
             raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
