@@ -28,8 +28,8 @@ from hwadvisor.advise.serve.speed import (
     catalog_devices,
     estimate_speed,
     fast_matmul_factor,
-    gpu_kind,
     peak_flops,
+    row_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
@@ -349,7 +349,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     speed=DeviceSpeed(
                         bandwidth_bytes_s=bandwidth,
                         flops_s=flops,
-                        kind=gpu_kind(row.vendor, row.target, row.architecture) if row else "gpu",
+                        kind=row_kind(row) if row else "gpu",
                         count=n,
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,

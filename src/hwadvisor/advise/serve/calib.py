@@ -22,11 +22,12 @@ from hwadvisor.advise.serve.speed import (
     catalog_devices,
     device_scale,
     engine_family,
+    engine_kind,
     estimate_speed,
     fast_matmul_factor,
-    gpu_kind,
     prefill_flops_per_token,
     ratio_spread,
+    row_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import find_gpu_peak
@@ -160,8 +161,13 @@ class SpeedRow:
     def family(self) -> str:
         return engine_family(self.engine)
 
+    @property
+    def kind(self) -> str:
+        """The device kind the row's family is fitted under (:func:`engine_kind`)."""
+        return engine_kind(self.family, self.device.kind)
+
     def key(self) -> tuple[str, str, str]:
-        return self.family, find_quant(self.quant).family, self.device.kind
+        return self.family, find_quant(self.quant).family, self.kind
 
 
 def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
@@ -170,7 +176,7 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
         kind = str(raw["kind"])
         peak = find_gpu_peak(str(raw.get("hardware", ""))) if kind == "gpu" else None
         if peak is not None:
-            kind = gpu_kind(peak.vendor, peak.target, peak.architecture)
+            kind = row_kind(peak)
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,
@@ -434,7 +440,7 @@ HOST_LAYER_GRID_S = tuple(i * 5e-5 for i in range(0, 81))
 def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]]) -> float | None:
     """A host-family row's own efficiency once the host's time is taken out; None where the
     host's time hides the device's (a GPU that waits for its launches says nothing of it)."""
-    rule = host.get(f"{row.family}/{row.device.kind}")
+    rule = host.get(f"{row.family}/{row.kind}")
     measured = row.prefill_tok_s if phase == "prefill" else row.decode_tok_s
     if rule is None or not measured:
         return None
@@ -455,8 +461,8 @@ def _fit_host(rows: list[SpeedRow]) -> dict[str, tuple[float, float]]:
     that fits their decode best at the family's prior efficiency."""
     out: dict[str, tuple[float, float]] = {}
     for family in HOST_FAMILIES:
-        for kind in sorted({r.device.kind for r in rows if r.family == family}):
-            mine = [r for r in rows if r.family == family and r.device.kind == kind]
+        for kind in sorted({r.kind for r in rows if r.family == family}):
+            mine = [r for r in rows if r.family == family and r.kind == kind]
             mine = [r for r in mine if r.decode_tok_s]
             if len(mine) < 2:
                 continue
@@ -621,15 +627,15 @@ def fit_rules(
 
 
 def _overhead_of(overhead: dict[str, float], row: SpeedRow) -> float:
-    return Rules({}, {}, 1, 1, 1, 1, overhead_s=overhead).step_overhead(row.family, row.device.kind)
+    return Rules({}, {}, 1, 1, 1, 1, overhead_s=overhead).step_overhead(row.family, row.kind)
 
 
 def _kind_overheads(rows: list[SpeedRow], family: str, family_s: float) -> dict[str, float]:
     """Per device kind with MIN_ROWS_FOR_OVERHEAD dense single-device rows or more of
     ``family``: the fixed time per step that fits them best, shrunk toward the family's."""
     out: dict[str, float] = {}
-    for kind in sorted({row.device.kind for row in rows}):
-        mine = [r for r in rows if r.device.kind == kind and not r.geom.moe and r.device.count == 1]
+    for kind in sorted({row.kind for row in rows}):
+        mine = [r for r in rows if r.kind == kind and not r.geom.moe and r.device.count == 1]
         if len(mine) < MIN_ROWS_FOR_OVERHEAD:
             continue
 

@@ -51,6 +51,19 @@ INTEL_GPU = "gpu-intel"
 """Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them are not
 averaged with NVIDIA's and AMD's; where a family has none they fall back to ``gpu`` and the
 basis says so."""
+HBM_GPU = "gpu-hbm"
+"""NVIDIA's data-center GPUs of :data:`HBM_MIN_GBS` or more (A100, H100, H200, B200, GH200 and
+their export variants): llama.cpp's kernels, tuned on GeForce cards, read a smaller share of
+HBM's bandwidth (an A100 PCIe decodes a 7B F16 at 0.82 and an H100 PCIe a 7B Q4_K_M at 0.65 of
+the GPU rule fitted with them), and fitted with the GeForce cards they set its time per step too
+long for those. Its own level under ``gpu``: a family with no run on one falls back to ``gpu``."""
+HBM_FAMILIES = ("llama.cpp",)
+"""The engine families whose runs are told apart on :data:`HBM_GPU`: llama.cpp's (GGUF kernels
+written for GeForce cards); vLLM's and the others' treat it as any ``gpu`` (their runs on H100s
+are most of their GPU runs, and split off they left the batched-serving fit worse)."""
+HBM_MIN_GBS = 1500.0
+"""The bandwidth from which an NVIDIA data-center GPU counts as HBM's (the A100 40 GB's 1,555
+GB/s; the V100's 900 and the GDDR L40S's 864 stay ``gpu``)."""
 INSTINCT_GPU = "gpu-instinct"
 """AMD's GCN and CDNA GPUs (gfx9: the Instinct line, GCN's MI50/MI60 to CDNA's MI100-MI355X,
 and Vega/Radeon VII), wave64 where AMD's Radeon cards since RDNA (gfx10-12) are wave32 and
@@ -91,7 +104,7 @@ def catalog_devices(
     speed = DeviceSpeed(
         bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
         flops_s=flops,
-        kind=gpu_kind(row.vendor, row.target, row.architecture),
+        kind=row_kind(row),
         count=count,
         link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
         measured=False,
@@ -116,10 +129,28 @@ def kind_chain(kind: str) -> tuple[str, ...]:
     return tuple("-".join(parts[:n]) for n in range(len(parts), 0, -1))
 
 
-def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = None) -> str:
-    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-instinct`` for
-    AMD's data-center line (gfx9), ``gpu-intel`` for an Intel GPU (``gpu-intel-alchemist`` for
-    its first Arc generation), else ``gpu``."""
+def engine_kind(family: str, kind: str) -> str:
+    """The device kind ``family``'s efficiencies are looked up and fitted under: ``kind``, but
+    ``gpu`` for :data:`HBM_GPU` outside :data:`HBM_FAMILIES`."""
+    return "gpu" if kind == HBM_GPU and family not in HBM_FAMILIES else kind
+
+
+def row_kind(row: GpuPeak) -> str:
+    """:func:`gpu_kind` of a catalog row."""
+    return gpu_kind(row.vendor, row.target, row.architecture, row.gpu_class, row.bandwidth_gbs)
+
+
+def gpu_kind(
+    vendor: str | None,
+    target: str | None,
+    architecture: str | None = None,
+    gpu_class: str | None = None,
+    bandwidth_gbs: float | None = None,
+) -> str:
+    """``gpu-legacy`` for an NVIDIA GPU of compute capability below 7.0, ``gpu-hbm`` for its
+    data-center GPUs of HBM bandwidth, ``gpu-instinct`` for AMD's data-center line (gfx9),
+    ``gpu-intel`` for an Intel GPU (``gpu-intel-alchemist`` for its first Arc generation),
+    else ``gpu``."""
     if (vendor or "").lower() == "intel":
         arch = (architecture or "").lower()
         if "alchemist" in arch or ("xe-hpg" in arch and "xe2" not in arch):
@@ -134,6 +165,12 @@ def gpu_kind(vendor: str | None, target: str | None, architecture: str | None = 
                 return LEGACY_GPU
         except ValueError:
             pass
+    if (
+        (vendor or "").lower() == "nvidia"
+        and gpu_class == "datacenter"
+        and (bandwidth_gbs or 0.0) >= HBM_MIN_GBS
+    ):
+        return HBM_GPU
     return "gpu"
 
 
@@ -414,14 +451,15 @@ def estimate_speed(
     ``users_at_target`` never exceeds."""
     rules = rules or load_rules()
     family = engine_family(engine)
-    eff_d = rules.efficiency("decode", family, quant.family, device.kind)
-    eff_p = rules.efficiency("prefill", family, quant.family, device.kind)
+    kind = engine_kind(family, device.kind)
+    eff_d = rules.efficiency("decode", family, quant.family, kind)
+    eff_p = rules.efficiency("prefill", family, quant.family, kind)
     moe_prefill = rules.moe_prefill.get(family, 1.0) if geom.moe else 1.0
     if geom.moe:
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
         eff_p *= moe_prefill
-    overhead = rules.step_overhead(family, device.kind)
-    host = rules.host_time(family, device.kind, geom.layers)
+    overhead = rules.step_overhead(family, kind)
+    host = rules.host_time(family, kind, geom.layers)
     if host is not None:
         overhead = 0.0
     overlaps = base_kind(device.kind) == "gpu"
@@ -545,7 +583,7 @@ def estimate_speed(
             if capped and ceiling
             else ""
         )
-        + _unmeasured_kind(rules, family, device.kind)
+        + _unmeasured_kind(rules, family, kind)
     )
     return ServeSpeed(
         decode_tok_s=decode,
@@ -576,6 +614,7 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         INTEL_GPU: "Intel GPUs",
         INTEL_ALCHEMIST_GPU: "Intel's first Arc generation (Alchemist)",
         LEGACY_GPU: "NVIDIA GPUs before Volta",
+        HBM_GPU: "NVIDIA's data-center GPUs with HBM",
         INSTINCT_GPU: "AMD Instinct GPUs",
     }.get(kind, kind)
     return (
