@@ -352,6 +352,22 @@ def test_a_refined_kind_falls_back_through_the_kinds_it_refines() -> None:
     assert alchemist < 0.6 * battlemage
 
 
+def test_the_time_per_step_is_the_kinds_else_the_coarser_kinds_else_the_familys() -> None:
+    rules = Rules(
+        {"*": 0.6}, {}, 1, 1, 1, 1,
+        overhead_s={"*": 1e-3, "f": 2e-3, "f/gpu": 1.5e-3, "f/gpu-intel": 4e-3},
+    )  # fmt: skip
+    assert rules.step_overhead("f", "gpu-intel-alchemist") == 4e-3
+    assert rules.step_overhead("f", "gpu-legacy") == 1.5e-3
+    assert rules.step_overhead("f", "cpu") == 2e-3
+    assert rules.step_overhead("g", "gpu") == 1e-3
+    # the shipped rules: a Pascal card's runtime takes longer a step than CUDA graphs do
+    shipped = load_rules()
+    assert shipped.step_overhead("llama.cpp", "gpu-legacy") > 2 * shipped.step_overhead(
+        "llama.cpp", "gpu"
+    )
+
+
 def test_a_gpu_kind_no_run_was_measured_on_borrows_the_gpu_rule_and_says_so() -> None:
     shipped = load_rules()
     arc = DeviceSpeed(456e9, 116.5e12, kind="gpu-intel")

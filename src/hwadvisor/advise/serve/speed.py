@@ -282,7 +282,12 @@ class Rules:
     def step_overhead(self, family: str, kind: str) -> float:
         """The fixed time per decode step of ``family`` on ``kind``: the kind's own (or the
         coarser kind's it refines), else the family's, else the prior."""
-        return _step_overhead(tuple(sorted(self.overhead_s.items())), family, kind)
+        table = self.overhead_s
+        for k in kind_chain(kind):
+            found = table.get(f"{family}/{k}")
+            if found is not None:
+                return found
+        return table.get(family, table.get("*", 0.0))
 
     def host_time(self, family: str, kind: str, layers: int) -> float | None:
         rule = self.host_s.get(f"{family}/{kind}") or self.host_s.get(f"{family}/{base_kind(kind)}")
@@ -297,15 +302,6 @@ class Rules:
             if key in table:
                 return table[key]
         return table.get("*", PRIOR_DECODE if phase == "decode" else PRIOR_PREFILL)
-
-
-@lru_cache(maxsize=512)
-def _step_overhead(table: tuple[tuple[str, float], ...], family: str, kind: str) -> float:
-    found = dict(table)
-    for key in (*(f"{family}/{k}" for k in kind_chain(kind)), family, "*"):
-        if key in found:
-            return found[key]
-    return 0.0
 
 
 @lru_cache(maxsize=512)
