@@ -727,9 +727,9 @@ def test_a_gpu_that_shares_the_computers_ram_is_sized_as_unified_memory(
     # the OS keeps a share of the RAM; an AMD APU's carve-out and GTT are said
     assert "unified memory less an OS reserve" in note
     assert ("AMD APU" in note) == apu
-    # the size named (GiB, as RAM is sold), the catalog's (GB10: 128 GB), or the least a Ryzen
-    # AI Max+ 395 was sold with (32)
-    total = 128 * 2**30 if "128" in typed else 128e9 if not apu else 32 * 2**30
+    # the size named, the catalog's (GB10: 128 GB) or the least a Ryzen AI Max+ 395 was sold
+    # with (32), each binary, as RAM and GPU memory are sold
+    total = 128 * 2**30 if "128" in typed or not apu else 32 * 2**30
     assert e.memory.usable_bytes < total
 
 
@@ -761,3 +761,30 @@ def test_a_gguf_file_name_with_no_such_file_here_is_read_as_a_name() -> None:
     for missing in ("no-such-model-Q4_K_M.gguf", "models/Llama-3.1-8B-Instruct-Q4_K_M.gguf"):
         with pytest.raises(InputError, match="no such file"):
             model_geometry(missing)
+
+
+def test_a_cards_memory_is_read_alike_by_the_serving_and_the_training_answers() -> None:
+    """A maker's "GB" of GPU memory is binary: every catalog card holds as many bytes when a
+    model is served on it as when one is trained on it, and a size typed in the name ("RTX
+    4060 Ti 16GB") is read as the catalog's own sizes are (an RTX 4080's 16 GB)."""
+    from hwadvisor.advise.rates import catalog_memory
+    from hwadvisor.advise.serve.speed import catalog_devices
+    from hwadvisor.catalog.peaks import load_catalog
+
+    rows = [row for row in load_catalog() if row.memory_gb and row.bandwidth_gbs]
+    assert len(rows) > 200
+    for row in rows:
+        found = catalog_devices(row, 1, "float")
+        if found is not None:
+            assert found[1].total_bytes == catalog_memory(row), row.name
+    typed, listed = (
+        next(
+            e.memory.usable_bytes
+            for e in serve_advice(
+                None, ServeRequest(model="llama-3.1-8b", assume_gpu=(g,))
+            ).estimates
+            if e.origin == "assumed"
+        )
+        for g in ("RTX 4060 Ti 16GB", "RTX 4080")
+    )
+    assert typed == listed

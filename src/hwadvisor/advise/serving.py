@@ -415,28 +415,27 @@ def _assumed_candidate(
     row = resolved.peak
     apple = (row.vendor or "").lower() == "apple"
     gib, note = varying_memory(resolved)
-    stated = int(gib * 2**30) if gib else None
-    if apple and stated is None:
+    if apple and gib is None:
         raise UsageError(
             f"--assume-gpu {name!r}: an Apple chip's unified memory varies per machine: "
             f"give it in the name, for example {row.name + ' 64GB'!r}"
         )
     if apple and count > 1:
         raise UsageError(f"--assume-gpu {name!r}: --gpus counts discrete GPUs, not Macs")
-    if stated:  # a row whose memory varies: the size named, or the least sold
-        row = dataclasses.replace(row, memory_gb=stated / 1e9)
+    if gib:  # a row whose memory varies: the size named, or the least sold
+        row = dataclasses.replace(row, memory_gb=gib)
     c = _catalog_candidate(row, count, "assumed", family)
     if c is None:
         raise UsageError(
             f"--assume-gpu {name!r}: the catalog lacks its memory, bandwidth or FLOPs "
             "(a memory size in the name, such as '24GB', supplies the first)"
         )
-    if apple and stated:
-        _as_mac(c, _labelled(row.name, f"{stated / 2**30:.0f} GiB unified memory"))
+    if apple and gib:
+        _as_mac(c, _labelled(row.name, f"{gib:.0f} GiB unified memory"))
     elif row.unified_memory:
         # an APU or GB10: the computer's RAM, less what the OS keeps (an AMD APU's carve-out
         # and GTT are said in the memory's note)
-        size = f"{stated / 2**30:.0f} GiB" if stated else f"{row.memory_gb:.0f} GB"
+        size = f"{row.memory_gb:.0f} GiB"
         c.hardware = _labelled(row.name, f"{size} unified memory")
         c.memory = dataclasses.replace(
             c.memory, kind="unified", apu=(row.vendor or "").lower() == "amd"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from hwadvisor.advise.serve.memory import DeviceMemory, tensor_bytes, weights_bytes
+from hwadvisor.advise.serve.memory import DeviceMemory, GiB, tensor_bytes, weights_bytes
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak
@@ -111,7 +111,12 @@ def catalog_devices(
         fast_matmul=fast,
     )
     memory = DeviceMemory(
-        kind="gpu", total_bytes=int(row.memory_gb * 1e9), count=count, name=row.name
+        # a maker's "GB" of GPU memory is binary, as the training answer reads it
+        # (rates.catalog_memory): an assumed card holds what the same card scanned holds
+        kind="gpu",
+        total_bytes=int(row.memory_gb * GiB),
+        count=count,
+        name=row.name,
     )
     return speed, memory
 
