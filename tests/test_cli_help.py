@@ -163,3 +163,64 @@ def test_help_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _all_names() -> list[str]:
+    from typer.main import get_command_name
+
+    from hwadvisor import cli
+
+    commands = [
+        info.name or get_command_name(info.callback.__name__)
+        for info in cli.app.registered_commands
+        if info.callback is not None
+    ]
+    return commands + [info.name for info in cli.app.registered_groups if info.name]
+
+
+def test_every_command_is_listed_here() -> None:
+    assert sorted(_all_names()) == sorted(
+        {args[0] for args in COMMANDS if args} | {"gpus"} | {"calibrate-serve"}
+    )
+
+
+@pytest.mark.parametrize("name", _all_names())
+@pytest.mark.parametrize("before", [[], ["--debug"]])
+def test_a_command_named_first_is_built_alone_and_reads_the_same(
+    name: str,
+    before: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the command asked for is built (typer builds every command's options before it
+    parses one); its help, usage and errors are those of the whole app."""
+    from hwadvisor import cli
+
+    one = cli._app_for([*before, name, "--help"])
+    assert one is not cli.app
+    built = [*one.registered_commands, *one.registered_groups]
+    assert len(built) == 1
+    assert len(cli.app.registered_commands) + len(cli.app.registered_groups) > 1  # untouched
+    alone = _help([*before, name], capsys)
+    code_alone = main([*before, name, "--no-such-option"])
+    error_alone = capsys.readouterr().err
+    monkeypatch.setattr(cli, "_app_for", lambda args: cli.app)
+    assert _help([*before, name], capsys) == alone
+    assert main([*before, name, "--no-such-option"]) == code_alone == ExitStatus.USAGE
+    assert capsys.readouterr().err == error_alone
+
+
+@pytest.mark.parametrize(
+    "args", [[], ["--help"], ["-V"], ["--debug"], ["advse"], ["--debug", "--help", "advise"]]
+)
+def test_anything_else_gets_the_whole_app(args: list[str]) -> None:
+    from hwadvisor import cli
+
+    assert cli._app_for(args) is cli.app
+
+
+def test_shell_completion_gets_the_whole_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwadvisor import cli
+
+    monkeypatch.setenv("_HWADVISOR_COMPLETE", "bash_complete")
+    assert cli._app_for(["advise"]) is cli.app
