@@ -130,3 +130,138 @@ def test_the_cache_folder_follows_the_platform_conventions(monkeypatch: pytest.M
     monkeypatch.delenv("XDG_CACHE_HOME")
     folder = cache_dir()
     assert folder is not None and folder.name == "hwadvisor" and folder.is_absolute()
+
+
+# --------------------------------------------------------------------------------------------
+# Catalogs kept as validated (``packaged_plain``): the GPU catalog, the model catalog and the
+# built-in prices are built from the kept values on later runs, without pydantic.
+
+
+def _fresh_gpus() -> object:
+    from hwadvisor.catalog import peaks
+
+    peaks._default_catalog.cache_clear()
+    peaks._default_prepared.cache_clear()
+    peaks._match_default.cache_clear()
+    return peaks._default_catalog()
+
+
+def _fresh_llms() -> object:
+    from hwadvisor.catalog import llms
+
+    llms._catalog.cache_clear()
+    return llms._catalog()
+
+
+def _fresh_prices() -> object:
+    from hwadvisor.advise import pricing
+
+    pricing._builtin_file.cache_clear()
+    pricing.builtin_prices.cache_clear()
+    return pricing.builtin_prices()
+
+
+def _validated(name: str) -> object:
+    """The catalog built straight from its TOML through pydantic, no cache at all."""
+    from hwadvisor.advise import pricing
+    from hwadvisor.catalog import llms, peaks
+
+    if name == "gpus.toml":
+        return tuple(peaks._parse_catalog(packaged_text(name), name))
+    if name == "llms.toml":
+        return llms.parse_llms(packaged_text(name))
+    return pricing._book([(pricing._plain_file(_parsed(name), name), "built-in price catalog")])
+
+
+KEPT = {"gpus.toml": _fresh_gpus, "llms.toml": _fresh_llms, "prices.toml": _fresh_prices}
+
+
+@pytest.fixture
+def fresh_catalogs() -> object:
+    """The process's catalogs forgotten before and after (the next test gets its own)."""
+    yield
+    for build in KEPT.values():
+        build()
+
+
+@pytest.mark.usefixtures("fresh_catalogs")
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_a_kept_catalog_builds_what_validating_its_toml_builds(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    first = KEPT[name]()
+    kept = list(tmp_path.glob(f"{Path(name).stem}.plain-*.json"))
+    assert len(kept) == 1
+    import pydantic
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("validated again")
+
+    # The second time nothing is validated: the kept values are read and built from.
+    monkeypatch.setattr(pydantic.BaseModel, "model_validate", classmethod(refuse))
+    second = KEPT[name]()
+    monkeypatch.undo()
+    assert first == second == _validated(name)
+
+
+@pytest.mark.usefixtures("fresh_catalogs")
+@pytest.mark.parametrize("name", sorted(KEPT))
+@pytest.mark.parametrize(
+    "damage",
+    [b"", b"{", b"[1]", b'{"catalog": "x.toml", "plain": []}', b'{"catalog": "NAME"}',
+     b'{"catalog": "NAME", "plain": 7}', b'{"catalog": "NAME", "plain": [{"name": 1}]}',
+     b'{"catalog": "NAME", "plain": {"currency": "USD"}}', b'{"catalog": "NAME", "plain": ["x"]}'],
+)  # fmt: skip
+def test_damaged_or_foreign_kept_values_are_validated_again(
+    name: str, damage: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    KEPT[name]()
+    path = next(tmp_path.glob(f"{Path(name).stem}.plain-*.json"))
+    path.write_bytes(damage.replace(b"NAME", name.encode()))
+    assert KEPT[name]() == _validated(name)
+    # and the next run finds good values again
+    assert KEPT[name]() == _validated(name)
+
+
+@pytest.mark.usefixtures("fresh_catalogs")
+def test_changed_code_is_a_new_kept_file_and_the_earlier_one_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.catalog import llms
+    from hwadvisor.catalog.toml import packaged_plain
+
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    _fresh_llms()
+    (before,) = tmp_path.glob("llms.plain-*.json")
+    changed = tmp_path / "validator.py"
+    changed.write_text("a model changed since")
+    rows = packaged_plain("llms.toml", CatalogError, llms._rows, (*llms._CODE, str(changed)))
+    (after,) = tmp_path.glob("llms.plain-*.json")
+    assert after != before and rows == json.loads(after.read_text())["plain"]
+    # the parsed-TOML file of the same catalog is another one, kept
+    assert list(tmp_path.glob("llms-*.json"))
+
+
+@pytest.mark.usefixtures("fresh_catalogs")
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_code_that_cannot_be_read_or_no_cache_folder_validates_every_time(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.catalog.toml import packaged_plain
+
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+
+    def plain(data: dict[str, object]) -> list[object]:
+        calls.append(1)
+        return [len(data)]
+
+    zipped = (str(tmp_path / "hwadvisor.zip" / "peaks.py"),)  # a zipped install's module
+    assert packaged_plain(name, CatalogError, plain, zipped) == [len(_parsed(name))]
+    assert packaged_plain(name, CatalogError, plain, zipped) == [len(_parsed(name))]
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", "")
+    assert packaged_plain(name, CatalogError, plain, ()) == [len(_parsed(name))]
+    assert len(calls) == 3
+    assert not list(tmp_path.glob("*.plain-*.json"))

@@ -17,11 +17,12 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from hwadvisor.catalog.peaks import find_gpu_peak
+from hwadvisor.catalog import schema
+from hwadvisor.catalog.peaks import CATALOG_RESOURCE, find_gpu_peak
 from hwadvisor.catalog.schema import (
     Check,
     DataModel,
@@ -36,7 +37,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     unique,
 )
-from hwadvisor.catalog.toml import packaged_data
+from hwadvisor.catalog.toml import forget_plain, packaged_plain, parse_toml
 from hwadvisor.errors import InputError
 
 #: Prices older than this are shown with their date and a warning.
@@ -257,8 +258,9 @@ class Prices:
         return replace(self, kwh_price=kwh_price, kwh_source="--kwh-price", kwh_date="")
 
 
-def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
-    """The layers' rows, a later layer's row replacing an earlier one with the same key."""
+def _book(layers: list[tuple[dict[str, Any], str]]) -> Prices:
+    """The layers' rows (each a file validated and dumped as plain values), a later layer's
+    row replacing an earlier one with the same key."""
     cards: dict[str, Row] = {}
     systems: dict[str, Row] = {}
     hosts: dict[int, Row] = {}
@@ -268,35 +270,30 @@ def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
     kwh = (DEFAULT_KWH_PRICE, "hwadvisor's default", "")
     date = ""
     for data, _origin in layers:
-        currency = data.currency
-        if (e := data.electricity) is not None:
-            kwh = (e.kwh_price, e.source, e.date)
-        for c in data.card:
-            cards[c.gpu] = Row(c.gpu, c.price, c.watts, c.what, c.source, c.date, c.gpu, 1)
-        for s in data.system:
-            systems[s.name] = Row(
-                s.name, s.price, s.watts, s.what, s.source, s.date, s.gpu, s.gpus, s.cores,
-                memory_gb=s.memory_gb,
+        currency = data["currency"]
+        if (e := data["electricity"]) is not None:
+            kwh = (e["kwh_price"], e["source"], e["date"])
+        for c in data["card"]:
+            cards[c["gpu"]] = Row(
+                c["gpu"], c["price"], c["watts"], c["what"], c["source"], c["date"], c["gpu"], 1
+            )
+        for s in data["system"]:
+            systems[s["name"]] = Row(
+                s["name"], s["price"], s["watts"], s["what"], s["source"], s["date"], s["gpu"],
+                s["gpus"], s["cores"], memory_gb=s["memory_gb"],
             )  # fmt: skip
-        for h in data.host:
-            hosts[h.gpus] = Row(
-                f"host for {h.gpus}", h.price, h.watts, h.what, h.source, h.date, gpus=h.gpus
-            )
-        for i in data.instance:
-            instances[f"{i.provider} {i.name}"] = Row(
-                i.name,
-                i.hourly,
-                None,
-                i.what,
-                i.source,
-                i.date,
-                i.gpu,
-                i.gpus,
-                vcpus=i.vcpus,
-                provider=i.provider,
-            )
-        old.update({p.hardware: (p.purchase, p.hourly) for p in data.price})
-        date = data.date or date
+        for h in data["host"]:
+            hosts[h["gpus"]] = Row(
+                f"host for {h['gpus']}", h["price"], h["watts"], h["what"], h["source"],
+                h["date"], gpus=h["gpus"],
+            )  # fmt: skip
+        for i in data["instance"]:
+            instances[f"{i['provider']} {i['name']}"] = Row(
+                i["name"], i["hourly"], None, i["what"], i["source"], i["date"], i["gpu"],
+                i["gpus"], vcpus=i["vcpus"], provider=i["provider"],
+            )  # fmt: skip
+        old.update({p["hardware"]: (p["purchase"], p["hourly"]) for p in data["price"]})
+        date = data["date"] or date
     return Prices(
         currency=currency,
         kwh_price=kwh[0],
@@ -312,18 +309,34 @@ def _book(layers: list[tuple[_PricesFile, str]]) -> Prices:
     )
 
 
+def _plain_file(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """A price file validated, as plain values."""
+    return load_toml(_PricesFile, data, origin, InputError).model_dump()
+
+
+#: What the kept built-in catalog depends on besides the TOML: this module's model, the field
+#: checks, and the GPU catalog its GPU names are checked against.
+_CODE = (__file__, schema.__file__, str(Path(schema.__file__).with_name(CATALOG_RESOURCE)))
+
+
 @lru_cache(maxsize=1)
-def _builtin_file() -> _PricesFile:
-    return load_toml(
-        _PricesFile, packaged_data("prices.toml", InputError), "prices.toml", InputError
-    )
+def _builtin_file() -> dict[str, Any]:
+    def plain(data: dict[str, Any]) -> dict[str, Any]:
+        return _plain_file(data, "prices.toml")
+
+    return packaged_plain("prices.toml", InputError, plain, _CODE)  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
 def builtin_prices() -> Prices:
     """The built-in price catalog alone (one book per process: ``Prices`` is not changed in
     place, ``with_kwh`` makes a new one)."""
-    return _book([(_builtin_file(), "built-in price catalog")])
+    try:
+        return _book([(_builtin_file(), "built-in price catalog")])
+    except (KeyError, TypeError, AttributeError):  # kept values damaged or foreign
+        forget_plain("prices.toml")
+        _builtin_file.cache_clear()
+        return _book([(_builtin_file(), "built-in price catalog")])
 
 
 def load_prices(path: Path) -> Prices:
@@ -332,8 +345,9 @@ def load_prices(path: Path) -> Prices:
     one; the electricity price likewise. The earlier ``[[price]]`` rows (a ladder rung's title
     or role with ``purchase`` and ``hourly``) still work and take precedence. A file in another
     currency than the catalog's stands alone: its rows are the only prices."""
-    data = load_toml(_PricesFile, read_text(path, InputError), str(path), InputError)
-    if data.currency != _builtin_file().currency:
+    data = _plain_file(parse_toml(read_text(path, InputError), str(path), InputError), str(path))
+    builtin = builtin_prices()
+    if data["currency"] != builtin.currency:
         # Figures in another currency are not mixed with the built-in dollars: the file's
         # own rows are the only prices, and what it does not price has none.
         return _book([(data, str(path))])

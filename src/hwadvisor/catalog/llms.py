@@ -16,10 +16,11 @@ import difflib
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from hwadvisor.catalog import schema
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import CatalogError
 from hwadvisor.catalog.schema import (
@@ -34,7 +35,7 @@ from hwadvisor.catalog.schema import (
     distinct_entries,
     load_toml,
 )
-from hwadvisor.catalog.toml import TomlSource, packaged_data
+from hwadvisor.catalog.toml import TomlSource, forget_plain, packaged_data, packaged_plain
 from hwadvisor.errors import UsageError
 
 __all__ = [
@@ -200,34 +201,53 @@ _SHAPE_KEYS = tuple(f.name for f in fields(LlmShape))
 
 def parse_llms(text: TomlSource, origin: str = LLMS_RESOURCE) -> _Catalog:
     """The catalog in ``text``; :class:`CatalogError` naming the row for a bad one."""
-    data = load_toml(_Llms, text, origin, CatalogError)
+    return _build(_rows(text, origin), origin)
+
+
+def _rows(text: TomlSource, origin: str = LLMS_RESOURCE) -> list[dict[str, Any]]:
+    """The catalog's rows validated, as plain values."""
+    return [row.model_dump() for row in load_toml(_Llms, text, origin, CatalogError).llm]
+
+
+def _build(rows: list[dict[str, Any]], origin: str) -> _Catalog:
     models: list[LlmGeometry] = []
     shapes: dict[str, LlmShape] = {}
     exact: dict[str, str] = {}
     loose: dict[str, str | None] = {}
-    for index, row in enumerate(data.llm, start=1):
-        values = row.model_dump()
+    for index, row in enumerate(rows, start=1):
+        values = dict(row)
         shape = LlmShape(**{key: values.pop(key) for key in _SHAPE_KEYS})
         values["aliases"] = tuple(values["aliases"])
         geometry = LlmGeometry(**values, tied_embeddings=shape.tied_embeddings)
-        names = [row.name, row.hf_id, row.hf_id.rsplit("/", 1)[-1], *row.aliases]
+        name: str = row["name"]
+        hf_id: str = row["hf_id"]
+        names = [name, hf_id, hf_id.rsplit("/", 1)[-1], *geometry.aliases]
         for alias in names:
-            owner = exact.setdefault(alias.casefold(), row.name)
-            if owner != row.name:
+            owner = exact.setdefault(alias.casefold(), name)
+            if owner != name:
                 raise CatalogError(
-                    f"{origin}: [[llm]] entry {index} ({row.name!r}): name or alias {alias!r} "
+                    f"{origin}: [[llm]] entry {index} ({name!r}): name or alias {alias!r} "
                     f"is already {owner!r}'s"
                 )
             key = lookup_key(alias)
-            loose[key] = row.name if loose.get(key, row.name) == row.name else None
+            loose[key] = name if loose.get(key, name) == name else None
         models.append(geometry)
-        shapes[row.name] = shape
+        shapes[name] = shape
     return _Catalog(tuple(models), shapes, exact, loose)
+
+
+#: What the kept rows depend on besides the TOML: this module's model and the field checks.
+_CODE = (__file__, schema.__file__)
 
 
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
-    return parse_llms(packaged_data(LLMS_RESOURCE, CatalogError))
+    rows = packaged_plain(LLMS_RESOURCE, CatalogError, _rows, _CODE)
+    try:
+        return _build(rows, LLMS_RESOURCE)
+    except (KeyError, TypeError, AttributeError, ValueError):  # kept rows damaged or foreign
+        forget_plain(LLMS_RESOURCE)
+        return parse_llms(packaged_data(LLMS_RESOURCE, CatalogError))
 
 
 def all_llms() -> list[LlmGeometry]:

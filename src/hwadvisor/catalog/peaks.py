@@ -10,13 +10,14 @@ import importlib
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from hwadvisor.catalog import schema
 from hwadvisor.catalog.schema import (
     DataModel,
     Flag,
@@ -30,7 +31,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     texts,
 )
-from hwadvisor.catalog.toml import TomlSource, packaged_data
+from hwadvisor.catalog.toml import TomlSource, forget_plain, packaged_data, packaged_plain
 
 if TYPE_CHECKING:
     from hwadvisor.model.profile import CpuInfo
@@ -199,7 +200,29 @@ def load_catalog(path: Path | None = None) -> list[GpuPeak]:
 
 @lru_cache(maxsize=1)
 def _default_catalog() -> tuple[GpuPeak, ...]:
-    return tuple(_parse_catalog(packaged_data(CATALOG_RESOURCE, CatalogError), CATALOG_RESOURCE))
+    rows = packaged_plain(CATALOG_RESOURCE, CatalogError, _plain_rows, _CODE)
+    try:
+        return tuple(_peak_from_row(row) for row in rows)
+    except (TypeError, ValueError, AttributeError):  # kept rows damaged or foreign
+        forget_plain(CATALOG_RESOURCE)
+        data = packaged_data(CATALOG_RESOURCE, CatalogError)
+        return tuple(_parse_catalog(data, CATALOG_RESOURCE))
+
+
+#: What the kept rows depend on besides the TOML: this module's model and the field checks.
+_CODE = (__file__, schema.__file__)
+
+
+def _plain_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [asdict(peak) for peak in _parse_catalog(data, CATALOG_RESOURCE)]
+
+
+def _peak_from_row(row: dict[str, Any]) -> GpuPeak:
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}
+    peak = GpuPeak(**values)
+    if not isinstance(peak.name, str) or peak.origin != "catalog":
+        raise ValueError("not a catalog row")
+    return peak
 
 
 def _parse_catalog(text: TomlSource, origin: str) -> list[GpuPeak]:
@@ -269,16 +292,36 @@ def _stated_memory_bytes(device: str) -> int | None:
 _PRODUCT_LIST = re.compile(r"\[[^\]]*/[^\]]*\]")
 
 
-def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None) -> GpuPeak | None:
+#: A row with its match patterns normalised, each with whether it names a laptop part.
+_Prepared = tuple[tuple[GpuPeak, tuple[tuple[str, bool], ...]], ...]
+
+
+def _prepare(rows: Sequence[GpuPeak]) -> _Prepared:
+    out = []
+    for row in rows:
+        patterns = tuple(_normalise(pattern) for pattern in row.match)
+        out.append((row, tuple((wanted, _is_mobile(wanted)) for wanted in patterns)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _default_prepared() -> _Prepared:
+    """The packaged catalog's patterns, normalised once per process (an answer matches a few
+    dozen names against every row's patterns)."""
+    return _prepare(_default_catalog())
+
+
+def _match_catalog(
+    rows: Sequence[GpuPeak], name: str, memory_bytes: int | None, prepared: _Prepared | None = None
+) -> GpuPeak | None:
     device = _normalise(_PRODUCT_LIST.sub(" ", name))
     device_mobile = _is_mobile(device)
     best_length = 0
     candidates: list[GpuPeak] = []
-    for row in rows:
+    for row, patterns in _prepare(rows) if prepared is None else prepared:
         lengths = []
-        for pattern in row.match:
-            wanted = _normalise(pattern)
-            if device_mobile and not _is_mobile(wanted):
+        for wanted, mobile in patterns:
+            if device_mobile and not mobile:
                 continue
             if _contains_words(device, wanted):
                 lengths.append(len(wanted))
@@ -306,7 +349,7 @@ def _match_catalog(rows: Sequence[GpuPeak], name: str, memory_bytes: int | None)
 def _match_default(name: str, memory_bytes: int | None) -> GpuPeak | None:
     """:func:`_match_catalog` on the packaged catalog, once per name and size (the rows are
     frozen): one answer asks for the same dozens of GPUs several times."""
-    return _match_catalog(_default_catalog(), name, memory_bytes)
+    return _match_catalog(_default_catalog(), name, memory_bytes, _default_prepared())
 
 
 def find_gpu_peak(

@@ -7,6 +7,11 @@ upgraded catalog is a new name; nothing stale is ever read). The cache is an opt
 a folder that cannot be written, a full disk, or a damaged or foreign file there, and the TOML
 is parsed as before. ``HWADVISOR_CACHE_DIR`` moves the folder; ``HWADVISOR_CACHE_DIR=`` (empty)
 turns it off.
+
+Validating a catalog costs more than parsing it: pydantic builds a model's validator the first
+time it is used in a process (10-30 ms for the larger catalogs). :func:`packaged_plain` keeps a
+catalog as plain values once validated, named by the digest of the TOML text *and* of the code
+that validates and shapes it, so a changed model or validator is a new name too.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -95,6 +101,68 @@ def packaged_data(name: str, error: type[Exception]) -> dict[str, Any]:
                 with contextlib.suppress(OSError):
                     old.unlink()
     return data
+
+
+def packaged_plain(
+    name: str,
+    error: type[Exception],
+    plain: Callable[[dict[str, Any]], Any],
+    code: Sequence[str],
+) -> Any:
+    """A packaged catalog validated and reduced to plain JSON values by ``plain`` (which gets
+    the parsed TOML) on the first run, kept in the cache folder after that. ``code`` names the
+    source files whose content ``plain`` depends on (the model, the shared field checks): their
+    digest is part of the cache file's name. Where one cannot be read (a zipped install) or
+    there is no cache folder, ``plain`` runs every time.
+
+    The caller builds its objects from the values, and treats values it cannot build from as a
+    damaged cache: :func:`forget_plain`, and ``plain`` on the parsed TOML."""
+    folder = cache_dir()
+    digest = _code_digest(code)
+    if folder is None or digest is None:
+        return plain(packaged_data(name, error))
+    text = packaged_text(name)
+    key = hashlib.sha256(f"{text}\0{digest}".encode()).hexdigest()[:32]
+    path = _plain_path(folder, name, key)
+    try:
+        cached = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        cached = None
+    if isinstance(cached, dict) and cached.get("catalog") == name and "plain" in cached:
+        return cached["plain"]
+    fresh = plain(packaged_data(name, error))
+    if _write_cache(path, {"catalog": name, "plain": fresh}):
+        for old in folder.glob(f"{Path(name).stem}.plain-*.json"):
+            if old != path:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    return fresh
+
+
+def forget_plain(name: str) -> None:
+    """Remove the kept values of the packaged catalog ``name`` (its caller could not build
+    from them); the next :func:`packaged_plain` validates the TOML again."""
+    folder = cache_dir()
+    if folder is not None:
+        for old in folder.glob(f"{Path(name).stem}.plain-*.json"):
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
+def _plain_path(folder: Path, name: str, key: str) -> Path:
+    # ``gpus.plain-….json``: not matched by the parsed-TOML cache's ``gpus-*.json`` clean-up.
+    return folder / f"{Path(name).stem}.plain-{key}.json"
+
+
+def _code_digest(code: Sequence[str]) -> str | None:
+    h = hashlib.sha256()
+    for file in code:
+        try:
+            h.update(Path(file).read_bytes())
+        except OSError:
+            return None
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def _write_cache(path: Path, document: dict[str, Any]) -> bool:
