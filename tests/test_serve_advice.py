@@ -788,3 +788,29 @@ def test_a_cards_memory_is_read_alike_by_the_serving_and_the_training_answers() 
         for g in ("RTX 4060 Ti 16GB", "RTX 4080")
     )
     assert typed == listed
+
+
+@pytest.mark.parametrize("quant", ["Q4_K_M", "F16"])
+@pytest.mark.parametrize("context", [4096, 131072])
+def test_the_fast_construction_of_estimates_is_pydantics_own(quant: str, context: int) -> None:
+    """``constructed`` (a sweep builds 70,000 estimates) makes what ``model_construct`` makes:
+    the same model, the same JSON, the same fields set; with a field left out, it is
+    ``model_construct`` (its defaults)."""
+    from hwadvisor.model.facts import constructed
+    from hwadvisor.model.serve import InferenceEstimate, ServeMemoryBreakdown
+
+    answer = _advice(model="qwen3-30b-a3b", quant=quant, context=context)
+    assert answer.estimates
+    for estimate in answer.estimates:
+        assert type(estimate.memory) is ServeMemoryBreakdown
+        for model in (estimate, estimate.memory):
+            values = dict(model.__dict__)
+            slow = type(model).model_construct(**values)
+            fast = constructed(type(model), **values)
+            assert fast == slow
+            assert fast.model_dump_json() == slow.model_dump_json()
+            assert fast.model_fields_set == slow.model_fields_set
+        partial = {k: v for k, v in estimate.__dict__.items() if k != "suggestions"}
+        fallback = constructed(InferenceEstimate, **partial)
+        assert fallback == InferenceEstimate.model_construct(**partial)
+        assert "suggestions" not in fallback.model_fields_set

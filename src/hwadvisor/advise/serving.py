@@ -34,6 +34,7 @@ from hwadvisor.advise.serve.speed import (
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
+from hwadvisor.model.facts import constructed
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
 if TYPE_CHECKING:  # a profile's models load with the profile: a what-if answer reads none
@@ -575,7 +576,8 @@ def _estimate(
     )
     # Built from trusted figures (no user string): constructed without re-validation, which
     # was a fifth of a sweep's time.
-    return InferenceEstimate.model_construct(
+    return constructed(
+        InferenceEstimate,
         hardware=c.hardware,
         origin=c.origin,
         scenario_class=c.scenario_class,
@@ -583,7 +585,8 @@ def _estimate(
         fits_memory=plan.fits,
         memory_needed_bytes=int(plan.total_bytes),
         memory_available_bytes=int(plan.usable_bytes),
-        memory=ServeMemoryBreakdown.model_construct(
+        memory=constructed(
+            ServeMemoryBreakdown,
             weights_bytes=int(plan.weights_bytes),
             kv_bytes=int(plan.kv_bytes),
             buffers_bytes=int(plan.buffers_bytes),

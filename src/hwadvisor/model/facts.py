@@ -101,6 +101,25 @@ class StrictModel(BaseModel):
         return _visible_values(data) if isinstance(data, dict) else data
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def constructed(cls: type[_M], **values: Any) -> _M:
+    """``cls.model_construct(**values)`` (no validation: for answers built from trusted
+    figures, never from user input), a fifth of the time where ``values`` names every field
+    and the model has no post-init hook: a sweep of the model catalog builds 70,000. Anything
+    else goes through ``model_construct`` itself."""
+    fields = cls.model_fields
+    if values.keys() != fields.keys() or cls.__pydantic_post_init__ is not None:
+        return cls.model_construct(**values)
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", {name: values[name] for name in fields})
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
 def _finite(value: Any) -> Any:
     """Non-finite floats have no place in strict JSON; callers turn them into a reason."""
     if isinstance(value, float) and not math.isfinite(value):
