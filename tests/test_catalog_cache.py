@@ -140,25 +140,19 @@ def test_the_cache_folder_follows_the_platform_conventions(monkeypatch: pytest.M
 def _fresh_gpus() -> object:
     from hwadvisor.catalog import peaks
 
-    peaks._default_catalog.cache_clear()
-    peaks._default_prepared.cache_clear()
-    peaks._match_default.cache_clear()
-    return peaks._default_catalog()
+    return peaks._read_default_catalog()  # the process's own catalog stays as it is
 
 
 def _fresh_llms() -> object:
     from hwadvisor.catalog import llms
 
-    llms._catalog.cache_clear()
-    return llms._catalog()
+    return llms._read_catalog()
 
 
 def _fresh_prices() -> object:
     from hwadvisor.advise import pricing
 
-    pricing._builtin_file.cache_clear()
-    pricing.builtin_prices.cache_clear()
-    return pricing.builtin_prices()
+    return pricing._read_builtin()[1]
 
 
 def _validated(name: str) -> object:
@@ -176,15 +170,6 @@ def _validated(name: str) -> object:
 KEPT = {"gpus.toml": _fresh_gpus, "llms.toml": _fresh_llms, "prices.toml": _fresh_prices}
 
 
-@pytest.fixture
-def fresh_catalogs() -> object:
-    """The process's catalogs forgotten before and after (the next test gets its own)."""
-    yield
-    for build in KEPT.values():
-        build()
-
-
-@pytest.mark.usefixtures("fresh_catalogs")
 @pytest.mark.parametrize("name", sorted(KEPT))
 def test_a_kept_catalog_builds_what_validating_its_toml_builds(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -205,7 +190,6 @@ def test_a_kept_catalog_builds_what_validating_its_toml_builds(
     assert first == second == _validated(name)
 
 
-@pytest.mark.usefixtures("fresh_catalogs")
 @pytest.mark.parametrize("name", sorted(KEPT))
 @pytest.mark.parametrize(
     "damage",
@@ -225,7 +209,6 @@ def test_damaged_or_foreign_kept_values_are_validated_again(
     assert KEPT[name]() == _validated(name)
 
 
-@pytest.mark.usefixtures("fresh_catalogs")
 def test_changed_code_is_a_new_kept_file_and_the_earlier_one_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,7 +227,6 @@ def test_changed_code_is_a_new_kept_file_and_the_earlier_one_goes(
     assert list(tmp_path.glob("llms-*.json"))
 
 
-@pytest.mark.usefixtures("fresh_catalogs")
 @pytest.mark.parametrize("name", sorted(KEPT))
 def test_code_that_cannot_be_read_or_no_cache_folder_validates_every_time(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -265,3 +247,48 @@ def test_code_that_cannot_be_read_or_no_cache_folder_validates_every_time(
     assert packaged_plain(name, CatalogError, plain, ()) == [len(_parsed(name))]
     assert len(calls) == 3
     assert not list(tmp_path.glob("*.plain-*.json"))
+
+
+def _fresh_names() -> object:
+    from hwadvisor.advise import names
+
+    return names._read_kept()
+
+
+def test_the_kept_gpu_name_index_is_the_one_built_and_beside_the_kept_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.advise import names
+
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    first = _fresh_names()
+    _fresh_gpus()  # the catalog's own kept rows are another file, and neither removes the other
+    assert len(list(tmp_path.glob("gpus.names-*.json"))) == 1
+    assert len(list(tmp_path.glob("gpus.plain-*.json"))) == 1
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(names, "_build", refuse)
+    second = _fresh_names()
+    monkeypatch.undo()
+    assert first == second == names._build(tuple(names.load_catalog()))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"{", b'{"catalog": "gpus.toml", "plain": []}', b'{"catalog": "gpus.toml", "plain": {}}',
+     b'{"catalog": "gpus.toml", "plain": {"entries": [], "vocabulary": [], "defaults": []}}',
+     b'{"catalog": "gpus.toml", "plain": {"entries": [{"name": 1}], "defaults": 5}}'],
+)  # fmt: skip
+def test_a_damaged_kept_name_index_is_built_again(
+    damage: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwadvisor.advise import names
+
+    monkeypatch.setenv("HWADVISOR_CACHE_DIR", str(tmp_path))
+    _fresh_names()
+    path = next(tmp_path.glob("gpus.names-*.json"))
+    path.write_bytes(damage)
+    assert _fresh_names() == names._build(tuple(names.load_catalog()))
+    assert names.resolve_gpu("RTX 3070").peak.name == "GeForce RTX 3070"

@@ -814,3 +814,57 @@ def test_the_fast_construction_of_estimates_is_pydantics_own(quant: str, context
         fallback = constructed(InferenceEstimate, **partial)
         assert fallback == InferenceEstimate.model_construct(**partial)
         assert "suggestions" not in fallback.model_fields_set
+
+
+GRID = [
+    (profile, model, quant, engine, assume)
+    for profile in (PROFILE, CPU_ONLY, None)
+    for model, quant, engine in (
+        ("llama-3.1-8b", "Q4_K_M", "llama.cpp"),
+        ("qwen3-30b-a3b", "Q8_0", "llama.cpp"),
+        ("llama-3.1-70b", "fp8", "vllm"),
+        ("gpt-oss-20b", "MXFP4", "llama.cpp"),
+        ("deepseek-v3", "Q4_K_M", "llama.cpp"),
+        ("gemma-3-27b", "Q8_0", "mlx"),
+    )
+    for assume in ((), ("RTX 3070",), ("M2 Max",))
+    if not (engine == "mlx" and assume == ("RTX 3070",))
+    and not (engine == "vllm" and assume == ("M2 Max",))
+]
+
+
+@pytest.mark.parametrize(("profile", "model", "quant", "engine", "assume"), GRID)
+def test_the_answer_and_its_json_are_what_validating_it_gives(
+    profile: Path | None, model: str, quant: str, engine: str, assume: tuple[str, ...]
+) -> None:
+    """The answer is constructed (no validation) and written without pydantic's serializer:
+    both as the validated model and its ``model_dump(mode="json")``, types included (7 and
+    7.0 are told apart)."""
+    from hwadvisor.model.facts import plain_json
+    from hwadvisor.model.serve import InferenceAdvice
+
+    answer = serve_advice(
+        load_profile(profile) if profile else None,
+        ServeRequest(model=model, quant=quant, engine=engine, assume_gpu=assume, context=8192),
+    )
+    validated = InferenceAdvice(**answer.__dict__)
+    assert answer == validated
+    assert json.dumps(plain_json(answer)) == json.dumps(validated.model_dump(mode="json"))
+
+
+def test_a_model_files_name_reaches_the_answer_visible(tmp_path: Path) -> None:
+    from hwadvisor.model.facts import plain_json
+
+    folder = tmp_path / "evil\x1b[2J\x07model"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(
+        (
+            Path(__file__).parent / "fixtures" / "modelfiles" / "llama-3.1-8b.config.json"
+        ).read_bytes()
+    )
+    answer = serve_advice(
+        load_profile(PROFILE), ServeRequest(model=str(folder / "config.json"), quant="Q4_K_M")
+    )
+    assert "\x1b" not in answer.model and "\x07" not in answer.model
+    assert "model" in answer.model
+    assert "\x1b" not in json.dumps(plain_json(answer), ensure_ascii=False)

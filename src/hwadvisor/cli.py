@@ -898,6 +898,7 @@ def _serve(
 
     from hwadvisor.advise.pricing import builtin_prices, load_prices
     from hwadvisor.advise.serving import build_request, check_request, serve_advice
+    from hwadvisor.model.facts import plain_json
     from hwadvisor.model.schema_version import SCHEMA_VERSION
     from hwadvisor.render.jsonio import write_new_file
 
@@ -926,7 +927,7 @@ def _serve(
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "hwadvisor", "version": __version__},
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "inference": answer.model_dump(mode="json"),
+            "inference": plain_json(answer),
         }
         text = json.dumps(document, indent=2, allow_nan=False) + "\n"
         if json_out == "-":

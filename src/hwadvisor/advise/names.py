@@ -33,8 +33,11 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Any
 
-from hwadvisor.catalog.peaks import GpuPeak, load_catalog
+from hwadvisor.catalog import peaks, schema
+from hwadvisor.catalog.peaks import CATALOG_RESOURCE, CatalogError, GpuPeak, load_catalog
+from hwadvisor.catalog.toml import forget_plain, packaged_plain
 from hwadvisor.errors import UsageError
 
 __all__ = [
@@ -106,37 +109,42 @@ def _memory(text: str) -> tuple[float | None, str]:
     return size, text[: found.start()] + " " + text[found.end() :]
 
 
-def _split(text: str, *, keep_brands: bool = False) -> list[str]:
+def _split(
+    text: str, *, keep_brands: bool = False, known: frozenset[str] | None = None
+) -> list[str]:
     """Words of ``text`` (lower case, no memory): letter runs that are no known word split into
     known ones ("geforcertx" → "geforce", "rtx"), then brand and generic words dropped."""
     words: list[str] = []
     for word in _WORD.findall(text):
-        words.extend(_segment(word) if word.isalpha() else [word])
+        words.extend(_segment(word, known or _vocabulary()) if word.isalpha() else [word])
     dropped = {"gpu", "graphics"} if keep_brands else _DROPPED
     return [word for word in words if word not in dropped]
 
 
-def _words(text: str) -> _Words:
+def _words(text: str, known: frozenset[str] | None = None) -> _Words:
     lowered = _SEPARATORS.sub(" ", _TRADEMARKS.sub(" ", text.lower()))
     memory_gb, rest = _memory(lowered)
-    remarks = [word for group in _PARENTHESES.findall(rest) for word in _split(group)]
-    return _Words(Counter(_split(rest)), memory_gb, frozenset(remarks) - _FORMS)
+    remarks = [word for group in _PARENTHESES.findall(rest) for word in _split(group, known=known)]
+    return _Words(Counter(_split(rest, known=known)), memory_gb, frozenset(remarks) - _FORMS)
 
 
-@lru_cache(maxsize=1)
 def _vocabulary() -> frozenset[str]:
+    return _kept().vocabulary
+
+
+def _build_vocabulary(catalog: tuple[GpuPeak, ...]) -> frozenset[str]:
     known = set(_DROPPED | _FAMILY | _FORMS | {"gpu", "laptop", "mobile"})
-    for row in load_catalog():
+    for row in catalog:
         for text in (row.name, *row.match):
             known.update(w for w in _WORD.findall(text.lower()) if w.isalpha())
     return frozenset(known)
 
 
 @lru_cache(maxsize=4096)
-def _segment(run: str) -> tuple[str, ...]:
+def _segment(run: str, known: frozenset[str]) -> tuple[str, ...]:
     """A letter run as known words, fewest pieces first; the run itself when it is a known word
-    or cannot be split ("tisuper" → "ti", "super"; "xtx" stays "xtx")."""
-    known = _vocabulary()
+    or cannot be split ("tisuper" → "ti", "super"; "xtx" stays "xtx"); ``known``: the
+    catalog's words."""
     if run in known:
         return (run,)
     best: list[tuple[str, ...] | None] = [()] + [None] * len(run)
@@ -187,17 +195,110 @@ def _key(words: _Words) -> tuple[tuple[str, ...], float | None]:
     return tuple(sorted(words.words.elements())), words.memory_gb
 
 
+_Defaults = dict[tuple[tuple[str, ...], float | None], str]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kept:
+    """The catalog as matched: the words its names are made of, its rows with their forms, and
+    the documented defaults (the words of a bare name → the row a note says it is taken as)."""
+
+    vocabulary: frozenset[str]
+    entries: tuple[_Entry, ...]
+    defaults: _Defaults
+
+
+#: What the kept index depends on besides the GPU catalog's TOML: the matching rules here and
+#: the catalog's rows as read.
+_CODE = (__file__, peaks.__file__, schema.__file__)
+
+
 @lru_cache(maxsize=1)
-def _index() -> tuple[tuple[_Entry, ...], dict[tuple[tuple[str, ...], float | None], str]]:
+def _kept() -> _Kept:
+    return _read_kept()
+
+
+def _read_kept() -> _Kept:
+    """Built once per catalog and code, then kept in the cache folder (building it splits a
+    thousand names into words: a tenth of a command's time)."""
+    catalog = tuple(load_catalog())
+    plain = packaged_plain(
+        CATALOG_RESOURCE, CatalogError, lambda _: _plain(_build(catalog)), _CODE, kind="names"
+    )
+    try:
+        return _from_plain(plain, catalog)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # damaged or foreign
+        forget_plain(CATALOG_RESOURCE, kind="names")
+        return _build(catalog)
+
+
+def _build(catalog: tuple[GpuPeak, ...]) -> _Kept:
+    vocabulary = _build_vocabulary(catalog)
+    entries, defaults = _build_index(catalog, vocabulary)
+    return _Kept(vocabulary, entries, defaults)
+
+
+def _plain(kept: _Kept) -> dict[str, Any]:
+    def words(w: _Words) -> list[Any]:
+        return [dict(w.words), w.memory_gb, sorted(w.remarks)]
+
+    return {
+        "vocabulary": sorted(kept.vocabulary),
+        "entries": [
+            {
+                "name": e.peak.name,
+                "forms": [[*words(f.words), f.loose] for f in e.forms],
+                "optional": sorted(e.optional),
+                "union": dict(e.union),
+            }
+            for e in kept.entries
+        ],
+        "defaults": [[list(key[0]), key[1], name] for key, name in kept.defaults.items()],
+    }
+
+
+def _from_plain(plain: Any, catalog: tuple[GpuPeak, ...]) -> _Kept:
+    entries = plain["entries"]
+    if len(entries) != len(catalog):
+        raise ValueError("kept for another catalog")
+    built: list[_Entry] = []
+    for peak, e in zip(catalog, entries, strict=True):
+        if e["name"] != peak.name:
+            raise ValueError("kept for another catalog")
+        forms = tuple(
+            _Form(_Words(Counter(w), _number(m), frozenset(r)), bool(loose))
+            for w, m, r, loose in e["forms"]
+        )
+        built.append(_Entry(peak, forms, frozenset(e["optional"]), Counter(e["union"])))
+    defaults: _Defaults = {
+        (tuple(words), _number(memory)): str(name) for words, memory, name in plain["defaults"]
+    }
+    return _Kept(frozenset(plain["vocabulary"]), tuple(built), defaults)
+
+
+def _number(value: Any) -> float | None:
+    if value is not None and not isinstance(value, (int, float)):
+        raise TypeError("not a number")
+    return value
+
+
+def _index() -> tuple[tuple[_Entry, ...], _Defaults]:
+    kept = _kept()
+    return kept.entries, kept.defaults
+
+
+def _build_index(
+    catalog: tuple[GpuPeak, ...], vocabulary: frozenset[str]
+) -> tuple[tuple[_Entry, ...], _Defaults]:
     """The catalog as matched, and the documented defaults: the words of a bare name → the
     row a note says that name is taken as."""
     entries: list[_Entry] = []
-    defaults: dict[tuple[tuple[str, ...], float | None], str] = {}
-    for peak in load_catalog():
-        name = _words(peak.name)
+    defaults: _Defaults = {}
+    for peak in catalog:
+        name = _words(peak.name, vocabulary)
         forms = [_Form(name, loose=False)]
         for alias in peak.match:
-            words = _words(alias)
+            words = _words(alias, vocabulary)
             loose = (
                 words.words <= name.words
                 and (words.memory_gb is None or _same_memory(words.memory_gb, name.memory_gb))
@@ -210,7 +311,8 @@ def _index() -> tuple[tuple[_Entry, ...], dict[tuple[tuple[str, ...], float | No
             union |= form.words.words
         entries.append(_Entry(peak, tuple(forms), _FORMS | _FAMILY | remarks, union))
         for found in _DEFAULTS.finditer(peak.note or ""):
-            defaults.setdefault(_key(_words(found.group(1) or found.group(2))), peak.name)
+            bare = _words(found.group(1) or found.group(2), vocabulary)
+            defaults.setdefault(_key(bare), peak.name)
     return tuple(entries), defaults
 
 

@@ -37,7 +37,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     unique,
 )
-from hwadvisor.catalog.toml import forget_plain, packaged_plain, parse_toml
+from hwadvisor.catalog.toml import forget_plain, packaged_data, packaged_plain, parse_toml
 from hwadvisor.errors import InputError
 
 #: Prices older than this are shown with their date and a warning.
@@ -319,24 +319,34 @@ def _plain_file(data: dict[str, Any], origin: str) -> dict[str, Any]:
 _CODE = (__file__, schema.__file__, str(Path(schema.__file__).with_name(CATALOG_RESOURCE)))
 
 
+_BUILTIN = "built-in price catalog"
+
+
 @lru_cache(maxsize=1)
-def _builtin_file() -> dict[str, Any]:
+def _builtin() -> tuple[dict[str, Any], Prices]:
+    return _read_builtin()
+
+
+def _read_builtin() -> tuple[dict[str, Any], Prices]:
+    """The built-in catalog as plain values (kept validated in the cache folder) and its book;
+    kept values that are damaged or foreign are validated again."""
+
     def plain(data: dict[str, Any]) -> dict[str, Any]:
         return _plain_file(data, "prices.toml")
 
-    return packaged_plain("prices.toml", InputError, plain, _CODE)  # type: ignore[no-any-return]
+    kept = packaged_plain("prices.toml", InputError, plain, _CODE)
+    try:
+        return kept, _book([(kept, _BUILTIN)])
+    except (KeyError, TypeError, AttributeError):
+        forget_plain("prices.toml")
+        fresh = plain(packaged_data("prices.toml", InputError))
+        return fresh, _book([(fresh, _BUILTIN)])
 
 
-@lru_cache(maxsize=1)
 def builtin_prices() -> Prices:
     """The built-in price catalog alone (one book per process: ``Prices`` is not changed in
     place, ``with_kwh`` makes a new one)."""
-    try:
-        return _book([(_builtin_file(), "built-in price catalog")])
-    except (KeyError, TypeError, AttributeError):  # kept values damaged or foreign
-        forget_plain("prices.toml")
-        _builtin_file.cache_clear()
-        return _book([(_builtin_file(), "built-in price catalog")])
+    return _builtin()[1]
 
 
 def load_prices(path: Path) -> Prices:
@@ -346,12 +356,12 @@ def load_prices(path: Path) -> Prices:
     or role with ``purchase`` and ``hourly``) still work and take precedence. A file in another
     currency than the catalog's stands alone: its rows are the only prices."""
     data = _plain_file(parse_toml(read_text(path, InputError), str(path), InputError), str(path))
-    builtin = builtin_prices()
-    if data["currency"] != builtin.currency:
+    builtin, book = _builtin()
+    if data["currency"] != book.currency:
         # Figures in another currency are not mixed with the built-in dollars: the file's
         # own rows are the only prices, and what it does not price has none.
         return _book([(data, str(path))])
-    return _book([(_builtin_file(), "built-in price catalog"), (data, str(path))])
+    return _book([(builtin, _BUILTIN), (data, str(path))])
 
 
 def check_prices(prices: Prices, titles: list[str]) -> None:

@@ -34,7 +34,7 @@ from hwadvisor.advise.serve.speed import (
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
-from hwadvisor.model.facts import constructed
+from hwadvisor.model.facts import constructed, visible
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
 
 if TYPE_CHECKING:  # a profile's models load with the profile: a what-if answer reads none
@@ -828,28 +828,31 @@ def serve_advice(
             "catalog hardware: speed from its published bandwidth and FLOPs × the efficiencies "
             "fitted to published measurements (docs/inference-model.md)"
         )
-    return InferenceAdvice(
-        model=geom.name,
-        model_source=geom.source,
-        params_total=geom.params_total,
-        params_active=geom.params_active,
+    # Built from figures the advice computed and names it checked: constructed, with every
+    # string made visible as validation would (a model file's name is input).
+    return constructed(
+        InferenceAdvice,
+        model=visible(geom.name),
+        model_source=visible(geom.source),
+        params_total=float(geom.params_total),
+        params_active=float(geom.params_active),
         quant=quant.name,
-        bits_per_weight=quant.bits_per_weight,
+        bits_per_weight=float(quant.bits_per_weight),
         context=_context(request),
         engine=request.engine,
         users=request.users,
-        target_tok_s=request.target_tok_s,
+        target_tok_s=float(request.target_tok_s),
         prompt_tokens=request.prompt_tokens,
         reply_tokens=request.reply_tokens,
         kv_cache=request.kv_cache,
         decode_depth_tokens=reply_depth(request),
         scenario_class=scenario,
         this_machine=here,
-        this_machine_note=note,
+        this_machine_note=None if note is None else visible(note),
         recommendation=recommendation,
         cheapest_to_rent=cheapest_to_rent,
         estimates=estimates,
         currency=prices.currency,
-        kwh_price=prices.kwh_price,
-        caveats=caveats,
+        kwh_price=float(prices.kwh_price),
+        caveats=[visible(caveat) for caveat in caveats],
     )

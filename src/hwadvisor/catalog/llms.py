@@ -242,6 +242,10 @@ _CODE = (__file__, schema.__file__)
 
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
+    return _read_catalog()
+
+
+def _read_catalog() -> _Catalog:
     rows = packaged_plain(LLMS_RESOURCE, CatalogError, _rows, _CODE)
     try:
         return _build(rows, LLMS_RESOURCE)

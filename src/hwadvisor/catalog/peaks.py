@@ -200,6 +200,10 @@ def load_catalog(path: Path | None = None) -> list[GpuPeak]:
 
 @lru_cache(maxsize=1)
 def _default_catalog() -> tuple[GpuPeak, ...]:
+    return _read_default_catalog()
+
+
+def _read_default_catalog() -> tuple[GpuPeak, ...]:
     rows = packaged_plain(CATALOG_RESOURCE, CatalogError, _plain_rows, _CODE)
     try:
         return tuple(_peak_from_row(row) for row in rows)

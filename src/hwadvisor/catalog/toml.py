@@ -108,12 +108,15 @@ def packaged_plain(
     error: type[Exception],
     plain: Callable[[dict[str, Any]], Any],
     code: Sequence[str],
+    *,
+    kind: str = "plain",
 ) -> Any:
     """A packaged catalog validated and reduced to plain JSON values by ``plain`` (which gets
     the parsed TOML) on the first run, kept in the cache folder after that. ``code`` names the
     source files whose content ``plain`` depends on (the model, the shared field checks): their
     digest is part of the cache file's name. Where one cannot be read (a zipped install) or
-    there is no cache folder, ``plain`` runs every time.
+    there is no cache folder, ``plain`` runs every time. ``kind`` tells apart two things kept
+    of one catalog (``gpus.plain-…``, ``gpus.names-…``).
 
     The caller builds its objects from the values, and treats values it cannot build from as a
     damaged cache: :func:`forget_plain`, and ``plain`` on the parsed TOML."""
@@ -123,7 +126,7 @@ def packaged_plain(
         return plain(packaged_data(name, error))
     text = packaged_text(name)
     key = hashlib.sha256(f"{text}\0{digest}".encode()).hexdigest()[:32]
-    path = _plain_path(folder, name, key)
+    path = _plain_path(folder, name, key, kind)
     try:
         cached = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
@@ -132,26 +135,26 @@ def packaged_plain(
         return cached["plain"]
     fresh = plain(packaged_data(name, error))
     if _write_cache(path, {"catalog": name, "plain": fresh}):
-        for old in folder.glob(f"{Path(name).stem}.plain-*.json"):
+        for old in folder.glob(f"{Path(name).stem}.{kind}-*.json"):
             if old != path:
                 with contextlib.suppress(OSError):
                     old.unlink()
     return fresh
 
 
-def forget_plain(name: str) -> None:
+def forget_plain(name: str, kind: str = "plain") -> None:
     """Remove the kept values of the packaged catalog ``name`` (its caller could not build
     from them); the next :func:`packaged_plain` validates the TOML again."""
     folder = cache_dir()
     if folder is not None:
-        for old in folder.glob(f"{Path(name).stem}.plain-*.json"):
+        for old in folder.glob(f"{Path(name).stem}.{kind}-*.json"):
             with contextlib.suppress(OSError):
                 old.unlink()
 
 
-def _plain_path(folder: Path, name: str, key: str) -> Path:
+def _plain_path(folder: Path, name: str, key: str, kind: str) -> Path:
     # ``gpus.plain-….json``: not matched by the parsed-TOML cache's ``gpus-*.json`` clean-up.
-    return folder / f"{Path(name).stem}.plain-{key}.json"
+    return folder / f"{Path(name).stem}.{kind}-{key}.json"
 
 
 def _code_digest(code: Sequence[str]) -> str | None:

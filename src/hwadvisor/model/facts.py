@@ -120,6 +120,26 @@ def constructed(cls: type[_M], **values: Any) -> _M:
     return model
 
 
+def plain_json(value: Any) -> Any:
+    """A model as ``model_dump(mode="json")`` gives it, for the models of an answer built by
+    :func:`constructed` (no aliases, serializers or computed fields; non-finite floats as
+    null, as ``ser_json_inf_nan="null"`` writes them): without building pydantic's serializer,
+    a tenth of ``advise --serve``'s time. A test holds it equal to pydantic's over a grid."""
+    if isinstance(value, BaseModel):
+        return {name: plain_json(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        return [plain_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain_json(item) for key, item in value.items()}
+    if isinstance(value, Enum):
+        return plain_json(value.value)
+    if value is None or isinstance(value, (str, int)):  # bool is an int
+        return value
+    raise TypeError(f"no plain JSON for {type(value).__name__}")
+
+
 def _finite(value: Any) -> Any:
     """Non-finite floats have no place in strict JSON; callers turn them into a reason."""
     if isinstance(value, float) and not math.isfinite(value):
