@@ -27,7 +27,7 @@ COMMAND = [
     sys.executable, "-m", "hwadvisor", "advise", "--serve", "meta-llama/Meta-Llama-3-8B",
     "--quant", "Q4_K_M", "--context", "8192", "--assume-gpu", "RTX 3070", "--json", "-",
 ]  # fmt: skip
-RUNS = 7
+RUNS = 9
 
 
 #: As on a user's machine, where Python keeps the compiled modules it imported: a shell that
@@ -35,25 +35,32 @@ RUNS = 7
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _median_run(command: list[str], cwd: Path) -> float:
-    """The median of RUNS runs, the first (which compiles the modules and fills the catalog
-    cache, once per install) not counted."""
-    subprocess.run(command, check=True, capture_output=True, cwd=cwd, env=ENV)
-    runs = []
-    for _ in range(RUNS):
-        t = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=cwd, env=ENV)
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
+def _median_runs(commands: list[tuple[list[str], Path]]) -> list[float]:
+    """Each command's median of RUNS runs, the commands taken in turn within each round (so
+    that a phase of the machine weighs on all of them alike and their ratios hold), after a
+    first round not counted (it compiles the modules and fills the catalog cache, once per
+    install)."""
+    times: list[list[float]] = [[] for _ in commands]
+    for round_ in range(RUNS + 1):
+        for i, (command, cwd) in enumerate(commands):
+            t = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True, cwd=cwd, env=ENV)
+            if round_:
+                times[i].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as empty:
-        command_s = _median_run(COMMAND, Path(empty))
-    with_profile_s = _median_run([*COMMAND[:4], "-p", str(PROFILE), *COMMAND[4:]], ROOT)
-    # The interpreter alone, and with the libraries every command needs, at the same moment.
-    python_s = _median_run([sys.executable, "-c", "pass"], ROOT)
-    libraries_s = _median_run([sys.executable, "-c", "import pydantic, typer, rich"], ROOT)
+        command_s, with_profile_s, python_s, libraries_s = _median_runs(
+            [
+                (COMMAND, Path(empty)),
+                ([*COMMAND[:4], "-p", str(PROFILE), *COMMAND[4:]], ROOT),
+                # the interpreter alone, and with the libraries every command needs
+                ([sys.executable, "-c", "pass"], ROOT),
+                ([sys.executable, "-c", "import pydantic, typer, rich"], ROOT),
+            ]
+        )
     profile = load_profile(PROFILE)
     request = ServeRequest(model="meta-llama/Meta-Llama-3-8B", quant="Q4_K_M", context=8192)
     serve_advice(profile, request)  # catalogs loaded once, as in one command

@@ -478,14 +478,19 @@ def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> li
         row = catalog.get(system.gpu or "")
         if row is None or not system.memory_gb or (row.vendor or "").lower() != "apple":
             continue
-        c = _catalog_candidate(
-            dataclasses.replace(row, memory_gb=system.memory_gb), 1, "catalog", family
-        )
+        c = _catalog_candidate(_with_memory(row, system.memory_gb), 1, "catalog", family)
         if c is not None:
             _as_mac(c, system.key)
             c.whole = True
             out.append(c)
     return out
+
+
+@lru_cache(maxsize=256)
+def _with_memory(row: GpuPeak, memory_gb: float) -> GpuPeak:
+    """``row`` with ``memory_gb`` (a Mac's unified memory): one row per size, so that what is
+    worked out per row (its devices) is worked out once."""
+    return dataclasses.replace(row, memory_gb=memory_gb)
 
 
 def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _Candidate | None:

@@ -445,15 +445,16 @@ def _suggest(
     ):
         option = "--kv-cache-dtype fp8" if _vllm_like(engine) else "-ctk q8_0 -ctv q8_0"
         out.append(f"a {cheaper} KV cache ({option}) fits at this context")
-    smaller = [
-        q
-        for q in QUANTS
-        if q.bits_per_weight < quant.bits_per_weight
-        and engine in q.engines
-        and _fits(geom, q, context, sequences, engine, kv_cache, device)
-    ]
-    if smaller:
-        pick = max(smaller, key=lambda q: q.bits_per_weight)
+    # The most bits that fit (of equals, the first listed): tried from the most bits down.
+    smaller = sorted(
+        (q for q in QUANTS if q.bits_per_weight < quant.bits_per_weight and engine in q.engines),
+        key=lambda q: -q.bits_per_weight,
+    )
+    pick = next(
+        (q for q in smaller if _fits(geom, q, context, sequences, engine, kv_cache, device)),
+        None,
+    )
+    if pick is not None:
         out.append(f"a smaller quantization: {pick.name} ({pick.bits_per_weight:g} bits) fits")
     if device.kind == "gpu":
         for count in (2, 4, 8):
