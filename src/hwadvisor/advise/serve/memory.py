@@ -38,6 +38,7 @@ from hwadvisor.advise.serve.quant import (
     Quant,
     kv_bytes_per_value,
 )
+from hwadvisor.advise.serve.search import last_at_or_above_zero
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.errors import UsageError
 
@@ -317,18 +318,33 @@ def _fitter(
     device: DeviceMemory,
 ) -> Callable[[int], bool]:
     """:func:`_fits` as a function of the context alone, with what does not depend on the
-    context computed once (a bisection asks it twenty times)."""
+    context computed once."""
+    slack = _slack(geom, quant, sequences, engine, kv_cache, device)
+    return lambda context: slack is not None and slack(context) >= 0
+
+
+def _slack(
+    geom: LlmGeometry,
+    quant: Quant,
+    sequences: int,
+    engine: str,
+    kv_cache: str,
+    device: DeviceMemory,
+) -> Callable[[int], float] | None:
+    """The memory left on one device at a context (negative: short by that much); None where
+    nothing fits whatever the context (vLLM's share left for its runtime is too small)."""
+    if not leftover_fits(device, engine):
+        return None
     usable, _ = usable_bytes(device, engine)
     n = device.count
     fixed = weights_bytes(geom, quant, engine) / n + runtime_bytes(device, engine)
     per_value = kv_bytes_per_value(kv_cache)
-    leftover = leftover_fits(device, engine)
 
-    def fits(context: int) -> bool:
+    def slack(context: int) -> float:
         kv = geom.kv_bytes(context, per_value, sequences) / n
-        return leftover and fixed + kv + buffers_bytes(geom, context, engine) <= usable
+        return usable - (fixed + kv + buffers_bytes(geom, context, engine))
 
-    return fits
+    return slack
 
 
 def max_context(
@@ -341,30 +357,30 @@ def max_context(
     upper: int = 1 << 24,
 ) -> int:
     """The longest context that fits (0: not even one token). Memory grows with the context,
-    so a bisection finds it; for vLLM it grows on each side of ``VLLM_PROFILE_MAX_TOKENS``
-    (where the profiled prefill drops to one chunk), so the upper side is tried first."""
-    fits = _fitter(geom, quant, sequences, engine, kv_cache, device)
+    so the crossing is searched for (:mod:`.search`); for vLLM it grows on each side of
+    ``VLLM_PROFILE_MAX_TOKENS`` (where the profiled prefill drops to one chunk), so the upper
+    side is tried first."""
+    slack = _slack(geom, quant, sequences, engine, kv_cache, device)
+    if slack is None:
+        return 0
     if _vllm_like(engine) and upper > VLLM_PROFILE_MAX_TOKENS + 1:
         above = VLLM_PROFILE_MAX_TOKENS + 1
-        if fits(above):
-            return _bisect(fits, above, upper)
+        left = slack(above)
+        if left >= 0:
+            return _longest(slack, above, left, upper)
         upper = VLLM_PROFILE_MAX_TOKENS
-    if not fits(1):
+    left = slack(1)
+    if not left >= 0:
         return 0
-    return _bisect(fits, 1, upper)
+    return _longest(slack, 1, left, upper)
 
 
-def _bisect(fits: Callable[[int], bool], lo: int, hi: int) -> int:
-    """The longest context in ``[lo, hi]`` that fits, ``lo`` fitting."""
-    if fits(hi):
+def _longest(slack: Callable[[int], float], lo: int, at_lo: float, hi: int) -> int:
+    """The longest context in ``[lo, hi]`` that fits, ``lo`` fitting (``at_lo`` left)."""
+    at_hi = slack(hi)
+    if at_hi >= 0:
         return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return last_at_or_above_zero(slack, lo, hi, at_lo, at_hi)
 
 
 def plan_serve_memory(

@@ -30,6 +30,7 @@ from typing import Any
 
 from hwadvisor.advise.serve.memory import DeviceMemory, GiB, tensor_bytes, weights_bytes
 from hwadvisor.advise.serve.quant import Quant, kv_bytes_per_value
+from hwadvisor.advise.serve.search import last_at_or_above_zero
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak
 from hwadvisor.catalog.toml import packaged_data
@@ -666,21 +667,30 @@ def _routed_params(geom: LlmGeometry) -> float:
 
 def _largest_users(per_user: Any, target: float, cap: int | None = None) -> int:
     """The largest concurrency, at most ``cap`` (default :data:`MAX_USERS`), whose per-user
-    speed stays at ``target`` (0: not even one)."""
+    speed stays at ``target`` (0: not even one): where the time between a user's tokens, which
+    grows with the users, crosses the target's (:mod:`.search`)."""
     most = MAX_USERS if cap is None else max(0, min(cap, MAX_USERS))
-    if most < 1 or per_user(1) < target:
+    if most < 1:
         return 0
-    lo, hi = 1, 2
-    while hi <= most and per_user(hi) >= target:
-        lo, hi = hi, hi * 2
-    hi = min(hi, most + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if per_user(mid) >= target:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+
+    def spare(n: int) -> float:
+        """Seconds a user's token could still take: the guess's figure, its sign exactly
+        whether ``per_user(n) >= target`` (the rounding of the reciprocals never flips it)."""
+        speed = per_user(n)
+        left = 1.0 / target - (1.0 / speed if speed > 0 else math.inf)
+        if speed >= target:
+            return max(left, 0.0)
+        return left if left < 0 else -math.ulp(0.0)
+
+    one = spare(1)
+    if not one >= 0:
+        return 0
+    if most == 1:
+        return 1
+    at_most = spare(most)
+    if at_most >= 0:
+        return most
+    return last_at_or_above_zero(spare, 1, most, one, at_most)
 
 
 def ratio_spread(ratios: list[float]) -> tuple[float, float]:
