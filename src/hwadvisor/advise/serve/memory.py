@@ -466,8 +466,21 @@ def _suggest(
         (q for q in QUANTS if q.bits_per_weight < quant.bits_per_weight and engine in q.engines),
         key=lambda q: -q.bits_per_weight,
     )
+    # a format whose weights alone overfill the room the rest leaves is not tried in full
+    usable, _ = usable_bytes(device, engine)
+    rest = (
+        runtime_bytes(device, engine)
+        + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences) / device.count
+        + buffers_bytes(geom, context, engine)
+    )
+    room = (usable - rest) * (1.0 + 1e-9) + 1.0  # a margin over the rounding of the sums
     pick = next(
-        (q for q in smaller if _fits(geom, q, context, sequences, engine, kv_cache, device)),
+        (
+            q
+            for q in smaller
+            if weights_bytes(geom, q, engine) / device.count <= room
+            and _fits(geom, q, context, sequences, engine, kv_cache, device)
+        ),
         None,
     )
     if pick is not None:
