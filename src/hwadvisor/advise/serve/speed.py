@@ -381,9 +381,11 @@ def decode_weight_bytes(geom: LlmGeometry, quant: Quant, engine: str, users: int
     return _step_weights(geom, quant, engine)(users)
 
 
+@lru_cache(maxsize=1024)
 def _step_weights(geom: LlmGeometry, quant: Quant, engine: str) -> Callable[[int], float]:
     """:func:`decode_weight_bytes` as a function of the step's sequences, its parts worked out
-    once (an answer asks it for hundreds of batch sizes)."""
+    once per model, format and engine (an answer asks it for each of its options, each for
+    several batch sizes)."""
     t = tensor_bytes(geom, quant, engine)
     head = min(float(geom.vocab * geom.hidden), geom.params_active)
     embedding = 0.0 if geom.tied_embeddings else head
@@ -505,17 +507,26 @@ def estimate_speed(
     def read_time(nbytes: float) -> float:
         return nbytes * (1.0 - offload) / bandwidth + nbytes * offload / ram_bw
 
-    def step_time(n: int, kv: float = kv_one) -> float:
+    steps: dict[int, float] = {}  # the step at the reply's depth, per batch (asked again)
+
+    def step_time(n: int, kv: float | None = None) -> float:
+        if kv is None:
+            known = steps.get(n)
+            if known is not None:
+                return known
         # weights a batched step reads: the shared part always, the routed experts as touched
         weights = step_weights(n) if geom.moe else w_active
-        memory = read_time(weights + n * kv)
+        memory = read_time(weights + n * (kv_one if kv is None else kv))
         compute = 2.0 * geom.params_active * n / flops
-        return (
+        t = (
             _with_host(max(memory, compute), host, overlaps)
             + overhead
             + comm(n)
             + per_sequence * (n - 1)
         )
+        if kv is None:
+            steps[n] = t
+        return t
 
     per_token = w_active + kv_one
     decode = 1.0 / step_time(1)
@@ -605,8 +616,26 @@ def estimate_speed(
     )
 
 
+#: :func:`_unmeasured_kind`'s answers, per rules object (kept with it: an id is reused once
+#: its object is gone, so the entry checks it is the same object); cleared when it grows past
+#: a calibration fit's worth of rules.
+_UNMEASURED: dict[tuple[int, str, str], tuple[Rules, str]] = {}
+
+
 def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
     """The basis's word on a refined device kind no run of ``family`` was measured on."""
+    key = (id(rules), family, kind)
+    known = _UNMEASURED.get(key)
+    if known is not None and known[0] is rules:
+        return known[1]
+    if len(_UNMEASURED) > 256:
+        _UNMEASURED.clear()
+    words = _unmeasured_words(rules, family, kind)
+    _UNMEASURED[key] = (rules, words)
+    return words
+
+
+def _unmeasured_words(rules: Rules, family: str, kind: str) -> str:
     if kind == base_kind(kind) or any(
         key.startswith(f"{family}/") and key.endswith(f"/{kind}")
         for key in (*rules.decode, *rules.prefill)
