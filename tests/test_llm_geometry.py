@@ -42,3 +42,19 @@ def test_latent_attention_stores_the_compressed_width() -> None:
     )
     assert v3.moe
     assert v3.kv_values_per_token(4096) == 61 * 576
+
+
+def test_a_shape_and_a_gpu_row_hash_as_their_equals_do() -> None:
+    """The hashes are cheap (a few fields, for the caches keyed by them) and still those of
+    equality: equal objects hash alike, and one field changed makes an unequal object."""
+    import dataclasses
+
+    from hwadvisor.catalog.llms import all_llms
+    from hwadvisor.catalog.peaks import load_catalog
+
+    for thing in [*all_llms(), *load_catalog()]:
+        twin = dataclasses.replace(thing)
+        assert twin == thing and hash(twin) == hash(thing)
+        other = dataclasses.replace(thing, name=thing.name + " (copy)")
+        assert other != thing
+        assert len({thing, twin, other}) == 2

@@ -51,6 +51,11 @@ class LlmGeometry:
     source: str = ""
     """Where the numbers come from (the config's address, or the file read)."""
 
+    def __hash__(self) -> int:
+        # Equal shapes share these three; hashing every field cost each of the caches keyed by
+        # a shape (weights, tensor widths, a step's reads) more than its lookup.
+        return hash((self.name, self.params_total, self.layers))
+
     @property
     def moe(self) -> bool:
         return self.experts > 0

@@ -113,6 +113,11 @@ class GpuPeak:
     line for it is left out of a profile's compute GPUs, as other integrated graphics are;
     ``--assume-gpu`` still sizes a model on it."""
 
+    def __hash__(self) -> int:
+        # Equal rows share these; hashing all 22 fields cost the caches keyed by a row (its
+        # devices, a Mac's memory) more than their lookups.
+        return hash((self.name, self.memory_gb, self.bandwidth_gbs))
+
 
 # --------------------------------------------------------------------------------------------
 # Loading
