@@ -32,7 +32,7 @@ from hwadvisor.advise.serve.speed import (
     row_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
-from hwadvisor.catalog.peaks import GpuPeak, find_gpu_peak, load_catalog
+from hwadvisor.catalog.peaks import GpuPeak, catalog_by_name, find_gpu_peak
 from hwadvisor.errors import UsageError
 from hwadvisor.model.facts import constructed, visible
 from hwadvisor.model.serve import InferenceAdvice, InferenceEstimate, ServeMemoryBreakdown
@@ -466,8 +466,17 @@ def _as_mac(c: _Candidate, label: str) -> None:
     """``c`` as a Mac: unified memory (Metal's working-set limit) and the unified-memory
     efficiency."""
     c.hardware = label
-    c.memory = dataclasses.replace(c.memory, kind="unified", platform="macos")
-    c.speed = dataclasses.replace(c.speed, kind="unified")
+    c.memory, c.speed = _mac_devices(c.memory, c.speed)
+
+
+@lru_cache(maxsize=256)
+def _mac_devices(memory: DeviceMemory, speed: DeviceSpeed) -> tuple[DeviceMemory, DeviceSpeed]:
+    """A catalog row's devices as a Mac's, made once per row (what is worked out per device,
+    its usable memory, is then worked out once too)."""
+    return (
+        dataclasses.replace(memory, kind="unified", platform="macos"),
+        dataclasses.replace(speed, kind="unified"),
+    )
 
 
 def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> list[_Candidate]:
@@ -740,7 +749,7 @@ def serve_advice(
         if note:
             notes.append(note)
     estimates = [_estimate(c, geom, quant, request, prices) for c in candidates]
-    catalog = {row.name: row for row in load_catalog()}
+    catalog = catalog_by_name()
     priced = set(prices.cards) | {r.gpu for r in prices.instances if r.gpu}
     # What any option must hold at least: the weights and every user's KV cache.
     weights = geom.params_total * quant.bits_per_weight / 8 + geom.kv_bytes(

@@ -204,6 +204,12 @@ def load_catalog(path: Path | None = None) -> list[GpuPeak]:
 
 
 @lru_cache(maxsize=1)
+def catalog_by_name() -> dict[str, GpuPeak]:
+    """The packaged catalog's rows by name (one dict per process: not to be changed)."""
+    return {row.name: row for row in _default_catalog()}
+
+
+@lru_cache(maxsize=1)
 def _default_catalog() -> tuple[GpuPeak, ...]:
     return _read_default_catalog()
 
