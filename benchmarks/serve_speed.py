@@ -68,7 +68,7 @@ def main() -> int:
     serve_advice(profile, request)
     answer_s = time.perf_counter() - t
     names = llm_names()
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     n = 0
     for name in names:
         for quant in ("Q4_K_M", "Q8_0", "F16", "IQ3_XXS"):
@@ -76,6 +76,7 @@ def main() -> int:
                 serve_advice(profile, ServeRequest(model=name, quant=quant, context=context))
                 n += 1
     sweep_s = time.perf_counter() - t
+    sweep_cpu_s = time.process_time() - cpu
     rows = [
         ("advise --serve, the whole command", f"{command_s:.2f} s", "<= 0.3 s", command_s <= 0.3),
         ("  the same with -p PROFILE (this machine too)", f"{with_profile_s:.2f} s", "-", True),
@@ -87,6 +88,8 @@ def main() -> int:
         ("  the answer itself (in process)", f"{answer_s:.3f} s", "<= 0.3 s", answer_s <= 0.3),
         (f"sweep: {len(names)} models x 4 quants x 3 contexts ({n})", f"{sweep_s:.1f} s",
          "<= 2 s", sweep_s <= 2),
+        # a VM's host takes the CPU away at times: the process's own CPU time is the code's
+        ("  the sweep's CPU time", f"{sweep_cpu_s:.1f} s", "-", True),
     ]  # fmt: skip
     for what, got, target, ok in rows:
         print(f"{what:52} {got:>9}   target {target:>8}   {'ok' if ok else 'MISSED'}")
