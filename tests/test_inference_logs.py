@@ -411,3 +411,41 @@ def test_timing_lines_compared_on_the_profile_machine() -> None:
     )
     assert c.model == "llama-3.2-1b" and c.hardware == "this machine: a CPU"
     assert c.ratio == pytest.approx(4.43 / est.per_user_tok_s)
+
+
+def test_runs_with_the_kv_cache_in_ram_or_layers_left_on_the_cpu_are_not_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The estimate keeps every layer and the KV cache on the GPU: a llama-bench row with
+    ``nkvo 1`` or fewer GPU layers than the model has is read, and said not to be compared
+    (and so never becomes a calibration row), where the others are compared."""
+    table = (FIX / "llama_bench_rtx3090ti.md").read_text()
+    partial = tmp_path / "ngl.md"
+    partial.write_text(
+        "  Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6, VMM: yes\n"
+        "| model | size | params | backend | ngl | test | t/s |\n"
+        "| --- | ---: | ---: | --- | --: | --- | ---: |\n"
+        "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 20 | tg 128 | 41.20 ± 0.50 |\n"
+        "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 127.43 ± 0.18 |\n"
+    )
+    assert "nkvo" in table
+    assert main(["calibrate-serve", str(FIX / "llama_bench_rtx3090ti.md"), str(partial),
+                 "--json", "-"]) == 0  # fmt: skip
+    files = json.loads(capsys.readouterr().out)["files"]
+    nkvo = [s["comparison"] for s in files[0]["speed"]]
+    assert [c["ratio"] is not None for c in nkvo] == [True, True, False, False]
+    assert all("nkvo 1" in c["reason"] for c in nkvo[2:])
+    ngl = [s["comparison"] for s in files[1]["speed"]]
+    assert ngl[0]["ratio"] is None and "20 of llama-2-7b's 32 layers" in ngl[0]["reason"]
+    assert ngl[1]["ratio"] == pytest.approx(nkvo[1]["ratio"])
+    out = tmp_path / "rows.toml"
+    assert main(["calibrate-serve", str(FIX / "llama_bench_rtx3090ti.md"), str(partial),
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert len(parse_toml(out.read_text(), "rows", InputError)["speed"]) == 3
+
+
+def test_a_json_run_with_the_kv_cache_in_ram_is_read_as_such() -> None:
+    data = json.loads((FIX / "llama_bench_rtx4080.json").read_text())
+    data[0]["no_kv_offload"] = True
+    parsed = parse_text(json.dumps(data))
+    assert [r.kv_on_host for r in parsed.speed] == [True, *[False] * (len(parsed.speed) - 1)]

@@ -191,6 +191,17 @@ def compare(record: SpeedRecord, machine: list[Hardware]) -> Comparison:
         return miss(hw_why)
     if not record.quant:
         return miss("no quantization named")
+    # what the estimate does not model: it keeps every layer and the KV cache on the device
+    if record.kv_on_host and hw.speed.kind != "cpu":
+        return miss(
+            "the KV cache was kept in the host's RAM (nkvo 1), which the estimate does not model"
+        )
+    layers = record.gpu_layers
+    if layers is not None and hw.speed.kind != "cpu" and 0 <= layers < geom.layers:
+        return miss(
+            f"{layers} of {geom.name}'s {geom.layers} layers on the GPU "
+            f"(-ngl {layers}); the estimate keeps them all there"
+        )
     try:
         find_quant(record.quant)
     except HwAdvisorError:
@@ -357,9 +368,9 @@ def _toml_value(value: Any) -> str:
 
 
 def to_calibration_toml(results: list[FileResult], comparisons: list[Comparison]) -> str:
-    """The records as ``serve_calibration.toml`` rows: ``[[speed]]`` for each record matched to
-    a catalog model and hardware (with that model's ``[models]`` shape, so the file reads on its
-    own), ``[[memory]]`` for each load."""
+    """The records as ``serve_calibration.toml`` rows: ``[[speed]]`` for each record compared
+    with a catalog model on its hardware (with that model's ``[models]`` shape, so the file
+    reads on its own), ``[[memory]]`` for each load."""
     from hwadvisor.advise.serve.calib import _GEOM_FIELDS
     from hwadvisor.catalog.llms import find_llm
 
@@ -372,7 +383,9 @@ def to_calibration_toml(results: list[FileResult], comparisons: list[Comparison]
     rows: list[str] = []
     models: dict[str, Any] = {}
     for c in comparisons:
-        if c.model is None or c.bandwidth_gb_s is None or c.tflops is None:
+        # a run the estimate was compared with: not one it does not model (layers or the KV
+        # cache left in RAM), whose figure would teach it the wrong thing
+        if c.model is None or c.bandwidth_gb_s is None or c.tflops is None or c.ratio is None:
             continue
         rec = c.record
         geom = find_llm(c.model)

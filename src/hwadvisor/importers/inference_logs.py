@@ -65,6 +65,8 @@ class SpeedRecord:
     backend: str | None = None
     device: str | None = None
     gpu_layers: int | None = None
+    kv_on_host: bool = False
+    """The KV cache was kept in the host's RAM (llama-bench ``nkvo 1``, ``--no-kv-offload``)."""
     line: int = 0
     """Line (1-based) in the text it came from; 0 where the format has no lines (JSON)."""
 
@@ -222,6 +224,7 @@ def _bench_row(row: dict[str, str], device: str | None, line: int) -> list[Speed
     params = _PARAMS.match(row.get("params", ""))
     model = row.get("model") or None
     ngl = row.get("ngl") or row.get("n_gpu_layers")
+    nkvo = (row.get("nkvo") or row.get("no_kv_offload") or "").strip().lower()
     return [
         SpeedRecord(
             tool="llama-bench",
@@ -237,6 +240,7 @@ def _bench_row(row: dict[str, str], device: str | None, line: int) -> list[Speed
             backend=row.get("backend") or None,
             device=device,
             gpu_layers=int(ngl) if ngl and ngl.lstrip("-").isdigit() else None,
+            kv_on_host=nkvo in ("1", "true", "yes"),
             line=line,
         )
     ]
@@ -271,6 +275,7 @@ def _bench_object(obj: dict[str, Any], line: int) -> SpeedRecord | str:
             backend=str(obj.get("backends") or obj.get("backend") or "") or None,
             device=str(obj.get("gpu_info") or "").strip() or None,
             gpu_layers=int(ngl) if ngl not in (None, "") else None,
+            kv_on_host=str(obj.get("no_kv_offload", "")).strip().lower() in ("1", "true"),
             line=line,
         )
     except (KeyError, TypeError, ValueError) as exc:
