@@ -868,3 +868,24 @@ def test_a_model_files_name_reaches_the_answer_visible(tmp_path: Path) -> None:
     assert "\x1b" not in answer.model and "\x07" not in answer.model
     assert "model" in answer.model
     assert "\x1b" not in json.dumps(plain_json(answer), ensure_ascii=False)
+
+
+def test_a_rental_larger_than_the_option_says_how_many_gpus_its_price_is_for() -> None:
+    """The smallest MI300X instance on offer holds 8: the one-GPU option's hourly price is that
+    instance's, and the table and its footnote say so; a one-GPU rental's price stands alone."""
+    from hwadvisor.present.serve import footnote, option_cells, shown_options
+
+    answer = serve_advice(
+        load_profile(FIXTURES.parent / "validation" / "h200-2026-11-27.json"),
+        ServeRequest(model="llama-3.1-70b", quant="Q4_K_M"),
+    )
+    shown = {e.hardware: e for e in shown_options(answer)}
+    mi300x, h100 = shown["AMD Instinct MI300X"], shown["H100 PCIe"]
+    assert (mi300x.gpus, mi300x.rented_gpus) == (1, 8) and "8×" in (mi300x.rent_as or "")
+    assert (h100.gpus, h100.rented_gpus) == (1, 1)
+    assert option_cells(answer, mi300x)["rent"].endswith("/h for 8")
+    assert option_cells(answer, h100)["rent"].endswith("/h")
+    assert "AMD Instinct MI300X is rented only 8 at a time" in footnote(answer)
+    assert "H100" not in footnote(answer)
+    for e in answer.estimates:  # never fewer than the option's own
+        assert e.rented_gpus is None or e.rented_gpus >= e.gpus or e.rented_stand_in

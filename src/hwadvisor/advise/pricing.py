@@ -393,6 +393,9 @@ class Costs:
     rent_as: str | None = None
     rented_stand_in: bool = False
     """The rental is another GPU, as fast, because no cloud rents this one."""
+    rented_gpus: int | None = None
+    """The GPUs the rental holds (more than the option's where the smallest instance of that
+    GPU is larger); None for a CPU instance or no rental."""
     date: str | None = None
     source: str | None = None
     note: str | None = None
@@ -520,6 +523,7 @@ def option_costs(
         count = f"{instance.gpus}× {instance.gpu}" if instance.gpu else f"{instance.vcpus} vCPUs"
         larger = bool(instance.gpu) and not equivalent and instance.gpus > gpus
         out.rented_stand_in = bool(equivalent)
+        out.rented_gpus = instance.gpus * nodes if instance.gpu else None
         said = (
             f"{count}, as fast: no cloud rents the {gpu}"
             if equivalent

@@ -627,6 +627,7 @@ def _estimate(
         hourly_cost=costs.hourly,
         rent_as=costs.rent_as,
         rented_stand_in=costs.rented_stand_in,
+        rented_gpus=costs.rented_gpus,
         bought_whole=c.whole,
         cost_per_million_tokens_rented=rented,
         cost_per_million_tokens_owned=owned,

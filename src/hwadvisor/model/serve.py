@@ -55,6 +55,9 @@ class InferenceEstimate(StrictModel):
     rent_as: str | None = None
     rented_stand_in: bool = False
     """``rent_as`` is another GPU, as fast: no cloud rents this one."""
+    rented_gpus: int | None = None
+    """The GPUs ``rent_as`` holds: more than ``gpus`` where the smallest instance of that GPU
+    on offer is larger (``hourly_cost`` is that whole instance's)."""
     bought_whole: bool = False
     """``purchase_cost`` is a whole computer's (a Mac), not cards with a host around them."""
     cost_per_million_tokens_rented: float | None = None

@@ -187,8 +187,18 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
         "users": str(e.users_at_target) if fits and e.users_at_target is not None else "-",
         "per_m": _money(e.cost_per_million_tokens_rented, a.currency) if fits else "-",
         "buy": _money(e.purchase_cost, a.currency),
-        "rent": f"{_money(e.hourly_cost, a.currency)}/h" if e.hourly_cost is not None else "-",
+        "rent": _rent(a, e),
     }
+
+
+def _rent(a: InferenceAdvice, e: InferenceEstimate) -> str:
+    """The hourly price, with the GPUs it is for where the smallest instance on offer holds
+    more than the option ("$48.00/h for 8": not one MI300X's price)."""
+    if e.hourly_cost is None:
+        return "-"
+    price = f"{_money(e.hourly_cost, a.currency)}/h"
+    more = e.rented_gpus is not None and e.gpus and e.rented_gpus > e.gpus
+    return f"{price} for {e.rented_gpus}" if more else price
 
 
 def footnote(a: InferenceAdvice) -> str:
@@ -197,11 +207,22 @@ def footnote(a: InferenceAdvice) -> str:
         if a.decode_depth_tokens is not None
         else ""
     )
+    larger = [
+        f"{e.hardware} is rented only {e.rented_gpus} at a time"
+        for e in shown_options(a)
+        if e.hourly_cost is not None and e.rented_gpus is not None and e.gpus
+        and e.rented_gpus > e.gpus
+    ]  # fmt: skip
+    whole = (
+        f" {'; '.join(larger)}: its hourly price and cost per token are the whole instance's."
+        if larger
+        else ""
+    )
     return (
         f"decode and prefill in tokens/s{depth}; users: how many get {a.target_tok_s:g} tok/s "
         "each; "
         f"$/M tok: rented, per million reply tokens at that load ({a.prompt_tokens:,}-token "
-        f"prompts, {a.reply_tokens:,}-token replies)."
+        f"prompts, {a.reply_tokens:,}-token replies).{whole}"
     )
 
 
