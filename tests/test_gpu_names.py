@@ -489,3 +489,34 @@ def test_names_of_one_product_together_name_it(typed: str, expected: str) -> Non
 def test_words_of_two_products_name_neither(typed: str) -> None:
     with pytest.raises(UsageError):
         resolve_gpu(typed)
+
+
+def test_a_laptop_only_part_typed_without_laptop_finds_its_row_and_says_so() -> None:
+    """Over every laptop row: its name without "Laptop GPU" / "Mobile" finds it, with a note,
+    exactly where no other row takes that name (a desktop card's name stays the desktop
+    card's: "RTX 4090" is never the laptop part)."""
+
+    def brandless(name: str) -> str:
+        return re.sub(r"^(GeForce|NVIDIA)\s+", "", name)
+
+    laptops = [r for r in ROWS if re.search(r"Laptop|Mobile", r.name)]
+    assert len(laptops) >= 15
+    both = only = 0
+    for row in laptops:
+        bare = re.sub(r"\s*(Laptop GPU|Laptop|Mobile)\b", "", row.name).strip()
+        desktop = [
+            r for r in ROWS
+            if r is not row and not re.search(r"Laptop|Mobile|Max-Q", r.name)
+            and brandless(r.name) == brandless(bare)
+        ]  # fmt: skip
+        try:
+            found = resolve_gpu(bare)
+        except UsageError:
+            found = None
+        if desktop:
+            both += 1
+            assert found is not None and found.peak in desktop, (bare, found)
+        elif found is not None and found.peak is row:
+            only += 1
+            assert found.note and "no desktop card" in found.note
+    assert both >= 5 and only >= 3

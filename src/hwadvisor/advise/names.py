@@ -568,6 +568,10 @@ def resolve_gpu(name: str) -> ResolvedGpu:
     )
 
 
+def _with_word(words: _Words, word: str) -> _Words:
+    return dataclasses.replace(words, words=words.words + Counter([word]))
+
+
 def _resolve(name: str) -> ResolvedGpu:
     asked = _words(name)
     if not asked.words:
@@ -580,6 +584,22 @@ def _resolve(name: str) -> ResolvedGpu:
         # "V100 SXM2 32GB": the 32 GB row, not the row whose boards come in 16 and 32 GB.
         fits = [(fit, peak) for fit, peak in fits if peak.memory_gb is not None]
     if not fits:
+        bare = dataclasses.replace(asked, memory_gb=None)
+        if (
+            "laptop" not in asked.words
+            and "mobile" not in asked.words
+            and not any(_fit(e, bare) is not None for e in entries)
+        ):
+            # a part sold only in laptops ("RTX 3500 Ada"; not "RTX 4090 16GB", a desktop
+            # card's name with the laptop part's memory): its laptop row, said so
+            laptop = [e.peak for e in entries if _fit(e, _with_word(asked, "laptop")) == 0]
+            if len(laptop) == 1:
+                typed = " ".join(name.split())
+                return ResolvedGpu(
+                    laptop[0],
+                    f"“{typed}” taken as the {laptop[0].name} (no desktop card has that name)",
+                    asked.memory_gb,
+                )
         raise _unknown(name, asked)
     level = min(fit for fit, _ in fits)
     tier = [peak for fit, peak in fits if fit == level]
