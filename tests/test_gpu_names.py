@@ -520,3 +520,25 @@ def test_a_laptop_only_part_typed_without_laptop_finds_its_row_and_says_so() -> 
             only += 1
             assert found.note and "no desktop card" in found.note
     assert both >= 5 and only >= 3
+
+
+def test_a_listing_filter_word_of_letters_and_digits_stays_one_word() -> None:
+    """``hwadvisor gpus a16`` lists the A16, not the "Arc A770 (16 GB)" whose words hold an "a"
+    and a "16"; over every row, its model word (the first with letters and digits, not a
+    memory size, which filters by memory) finds it, and every row listed holds that word."""
+    rows = gpu_rows("a16")
+    assert [r.name for r in rows] == ["A16"]
+    for peak in ROWS:
+        word = next(
+            (w for w in re.findall(r"[A-Za-z0-9]+", peak.name) if re.search(r"\d", w)
+             and re.search(r"[A-Za-z]", w) and not re.fullmatch(r"\d+G[Bi]?B?", w)),
+            None,
+        )  # fmt: skip
+        if word is None:
+            continue
+        listed = gpu_rows(word)
+        assert peak.name in {r.name for r in listed}, (word, peak.name)
+        for r in listed:
+            row = next(p for p in ROWS if p.name == r.name)
+            text = re.sub(r"[^a-z0-9]+", "", " ".join((row.name, *row.match)).lower())
+            assert word.lower() in text, (word, r.name)

@@ -622,9 +622,12 @@ def gpu_rows(filter: str | None = None) -> list[GpuRow]:
     laptop part; "amd datacenter"; "80GB": the rows with 80 GB)."""
     memory_gb: float | None = None
     wanted: Counter[str] = Counter()
+    runs: list[str] = []
     if filter is not None:
         memory_gb, rest = _memory(_SEPARATORS.sub(" ", _TRADEMARKS.sub(" ", filter.lower())))
         wanted = Counter(_split(rest, keep_brands=True))
+        # a word of letters and digits stays one ("a16" is not "A770 (16 GB)")
+        runs = [w for w in re.findall(r"[a-z0-9]+", rest) if w.isalnum() and not w.isalpha()]
     rows: list[GpuRow] = []
     for peak in load_catalog():
         if memory_gb is not None and not _same_memory(peak.memory_gb, memory_gb):
@@ -635,6 +638,9 @@ def gpu_rows(filter: str | None = None) -> list[GpuRow]:
             have.update(_split(texts, keep_brands=True))
             have.update([peak.vendor, peak.gpu_class, *_split(peak.gpu_class)])
             if not all(have[word] for word in wanted):
+                continue
+            compact = re.sub(r"[^a-z0-9]+", "", texts)
+            if not all(run in compact for run in runs):
                 continue
         precision = "bf16" if peak.bf16_tflops else "fp16" if peak.fp16_tflops else None
         rows.append(
