@@ -9,7 +9,7 @@ import math
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hwadvisor.advise.serve.memory import DeviceMemory, _fitter, max_context
+from hwadvisor.advise.serve.memory import DeviceMemory, _fits, max_context
 from hwadvisor.advise.serve.quant import find_quant
 from hwadvisor.advise.serve.search import last_at_or_above_zero
 from hwadvisor.advise.serve.speed import MAX_USERS, _largest_users
@@ -98,7 +98,10 @@ def test_the_longest_context_is_the_last_that_fits_for_each_engine() -> None:
         for gib in (6, 12, 24, 48, 80, 141, 640):
             device = DeviceMemory(total_bytes=gib * GiB, kind="gpu")
             for users in (1, 8):
-                fits = _fitter(geom, q, users, engine, "f16", device)
+
+                def fits(context: int) -> bool:
+                    return _fits(geom, q, context, users, engine, "f16", device)  # noqa: B023
+
                 best = max_context(geom, q, users, engine, "f16", device, upper=1 << 20)
                 if best == 0:
                     assert not fits(1)

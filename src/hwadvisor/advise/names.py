@@ -37,7 +37,7 @@ from typing import Any
 
 from hwadvisor.catalog import peaks, schema
 from hwadvisor.catalog.peaks import CATALOG_RESOURCE, CatalogError, GpuPeak, load_catalog
-from hwadvisor.catalog.toml import forget_plain, packaged_plain
+from hwadvisor.catalog.toml import packaged_kept
 from hwadvisor.errors import UsageError
 
 __all__ = [
@@ -222,14 +222,14 @@ def _read_kept() -> _Kept:
     """Built once per catalog and code, then kept in the cache folder (building it splits a
     thousand names into words: a tenth of a command's time)."""
     catalog = tuple(load_catalog())
-    plain = packaged_plain(
-        CATALOG_RESOURCE, CatalogError, lambda _: _plain(_build(catalog)), _CODE, kind="names"
+    return packaged_kept(
+        CATALOG_RESOURCE,
+        CatalogError,
+        lambda _: _plain(_build(catalog)),
+        lambda plain: _from_plain(plain, catalog),
+        _CODE,
+        kind="names",
     )
-    try:
-        return _from_plain(plain, catalog)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # damaged or foreign
-        forget_plain(CATALOG_RESOURCE, kind="names")
-        return _build(catalog)
 
 
 def _build(catalog: tuple[GpuPeak, ...]) -> _Kept:
@@ -568,10 +568,6 @@ def resolve_gpu(name: str) -> ResolvedGpu:
     )
 
 
-def _with_word(words: _Words, word: str) -> _Words:
-    return dataclasses.replace(words, words=words.words + Counter([word]))
-
-
 def _resolve(name: str) -> ResolvedGpu:
     asked = _words(name)
     if not asked.words:
@@ -592,7 +588,8 @@ def _resolve(name: str) -> ResolvedGpu:
         ):
             # a part sold only in laptops ("RTX 3500 Ada"; not "RTX 4090 16GB", a desktop
             # card's name with the laptop part's memory): its laptop row, said so
-            laptop = [e.peak for e in entries if _fit(e, _with_word(asked, "laptop")) == 0]
+            typed_laptop = dataclasses.replace(asked, words=asked.words + Counter(["laptop"]))
+            laptop = [e.peak for e in entries if _fit(e, typed_laptop) == 0]
             if len(laptop) == 1:
                 typed = " ".join(name.split())
                 return ResolvedGpu(

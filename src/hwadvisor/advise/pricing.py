@@ -37,7 +37,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     unique,
 )
-from hwadvisor.catalog.toml import forget_plain, packaged_data, packaged_plain, parse_toml
+from hwadvisor.catalog.toml import packaged_kept, parse_toml
 from hwadvisor.errors import InputError
 
 #: Prices older than this are shown with their date and a warning.
@@ -334,13 +334,10 @@ def _read_builtin() -> tuple[dict[str, Any], Prices]:
     def plain(data: dict[str, Any]) -> dict[str, Any]:
         return _plain_file(data, "prices.toml")
 
-    kept = packaged_plain("prices.toml", InputError, plain, _CODE)
-    try:
+    def book(kept: dict[str, Any]) -> tuple[dict[str, Any], Prices]:
         return kept, _book([(kept, _BUILTIN)])
-    except (KeyError, TypeError, AttributeError):
-        forget_plain("prices.toml")
-        fresh = plain(packaged_data("prices.toml", InputError))
-        return fresh, _book([(fresh, _BUILTIN)])
+
+    return packaged_kept("prices.toml", InputError, plain, book, _CODE)
 
 
 def builtin_prices() -> Prices:

@@ -35,7 +35,7 @@ from hwadvisor.catalog.schema import (
     distinct_entries,
     load_toml,
 )
-from hwadvisor.catalog.toml import TomlSource, forget_plain, packaged_data, packaged_plain
+from hwadvisor.catalog.toml import TomlSource, packaged_kept
 from hwadvisor.errors import UsageError
 
 __all__ = [
@@ -246,12 +246,9 @@ def _catalog() -> _Catalog:
 
 
 def _read_catalog() -> _Catalog:
-    rows = packaged_plain(LLMS_RESOURCE, CatalogError, _rows, _CODE)
-    try:
-        return _build(rows, LLMS_RESOURCE)
-    except (KeyError, TypeError, AttributeError, ValueError):  # kept rows damaged or foreign
-        forget_plain(LLMS_RESOURCE)
-        return parse_llms(packaged_data(LLMS_RESOURCE, CatalogError))
+    return packaged_kept(
+        LLMS_RESOURCE, CatalogError, _rows, lambda rows: _build(rows, LLMS_RESOURCE), _CODE
+    )
 
 
 def all_llms() -> list[LlmGeometry]:

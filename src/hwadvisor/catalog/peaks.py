@@ -31,7 +31,7 @@ from hwadvisor.catalog.schema import (
     read_text,
     texts,
 )
-from hwadvisor.catalog.toml import TomlSource, forget_plain, packaged_data, packaged_plain
+from hwadvisor.catalog.toml import TomlSource, packaged_kept
 
 if TYPE_CHECKING:
     from hwadvisor.model.profile import CpuInfo
@@ -215,13 +215,7 @@ def _default_catalog() -> tuple[GpuPeak, ...]:
 
 
 def _read_default_catalog() -> tuple[GpuPeak, ...]:
-    rows = packaged_plain(CATALOG_RESOURCE, CatalogError, _plain_rows, _CODE)
-    try:
-        return tuple(_peak_from_row(row) for row in rows)
-    except (TypeError, ValueError, AttributeError):  # kept rows damaged or foreign
-        forget_plain(CATALOG_RESOURCE)
-        data = packaged_data(CATALOG_RESOURCE, CatalogError)
-        return tuple(_parse_catalog(data, CATALOG_RESOURCE))
+    return packaged_kept(CATALOG_RESOURCE, CatalogError, _plain_rows, _peaks_from_rows, _CODE)
 
 
 #: What the kept rows depend on besides the TOML: this module's model and the field checks.
@@ -230,6 +224,10 @@ _CODE = (__file__, schema.__file__)
 
 def _plain_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [asdict(peak) for peak in _parse_catalog(data, CATALOG_RESOURCE)]
+
+
+def _peaks_from_rows(rows: list[dict[str, Any]]) -> tuple[GpuPeak, ...]:
+    return tuple(_peak_from_row(row) for row in rows)
 
 
 def _peak_from_row(row: dict[str, Any]) -> GpuPeak:

@@ -25,13 +25,15 @@ import tempfile
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10 needs the tomli backport (same API)
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
+
+T = TypeVar("T")
 
 #: What the loaders take: a file's TOML text, or a packaged catalog :func:`packaged_data` parsed.
 TomlSource = str | dict[str, Any]
@@ -118,8 +120,8 @@ def packaged_plain(
     there is no cache folder, ``plain`` runs every time. ``kind`` tells apart two things kept
     of one catalog (``gpus.plain-…``, ``gpus.names-…``).
 
-    The caller builds its objects from the values, and treats values it cannot build from as a
-    damaged cache: :func:`forget_plain`, and ``plain`` on the parsed TOML."""
+    :func:`packaged_kept` builds the caller's objects from them, and makes them again where
+    it cannot."""
     folder = cache_dir()
     digest = _code_digest(code)
     if folder is None or digest is None:
@@ -142,9 +144,31 @@ def packaged_plain(
     return fresh
 
 
-def forget_plain(name: str, kind: str = "plain") -> None:
-    """Remove the kept values of the packaged catalog ``name`` (its caller could not build
-    from them); the next :func:`packaged_plain` validates the TOML again."""
+#: What building from kept values that are damaged or foreign raises.
+_DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def packaged_kept(
+    name: str,
+    error: type[Exception],
+    plain: Callable[[dict[str, Any]], Any],
+    build: Callable[[Any], T],
+    code: Sequence[str],
+    *,
+    kind: str = "plain",
+) -> T:
+    """``build`` of the values :func:`packaged_plain` keeps; where it cannot build from them
+    (a damaged or foreign file), they are forgotten and made again from the TOML."""
+    try:
+        return build(packaged_plain(name, error, plain, code, kind=kind))
+    except _DAMAGED:
+        _forget(name, kind)
+        return build(plain(packaged_data(name, error)))
+
+
+def _forget(name: str, kind: str) -> None:
+    """Remove the kept values of the packaged catalog ``name``; the next
+    :func:`packaged_plain` validates the TOML again."""
     folder = cache_dir()
     if folder is not None:
         for old in folder.glob(f"{Path(name).stem}.{kind}-*.json"):

@@ -197,8 +197,12 @@ def _rent(a: InferenceAdvice, e: InferenceEstimate) -> str:
     if e.hourly_cost is None:
         return "-"
     price = f"{_money(e.hourly_cost, a.currency)}/h"
-    more = e.rented_gpus is not None and e.gpus and e.rented_gpus > e.gpus
-    return f"{price} for {e.rented_gpus}" if more else price
+    return f"{price} for {e.rented_gpus}" if _rents_more(e) else price
+
+
+def _rents_more(e: InferenceEstimate) -> bool:
+    """The option's rental holds more GPUs than the option (its price is that instance's)."""
+    return bool(e.hourly_cost is not None and e.rented_gpus and e.gpus and e.rented_gpus > e.gpus)
 
 
 def footnote(a: InferenceAdvice) -> str:
@@ -210,9 +214,8 @@ def footnote(a: InferenceAdvice) -> str:
     larger = [
         f"{e.hardware} is rented only {e.rented_gpus} at a time"
         for e in shown_options(a)
-        if e.hourly_cost is not None and e.rented_gpus is not None and e.gpus
-        and e.rented_gpus > e.gpus
-    ]  # fmt: skip
+        if _rents_more(e)
+    ]
     whole = (
         f" {'; '.join(larger)}: its hourly price and cost per token are the whole instance's."
         if larger

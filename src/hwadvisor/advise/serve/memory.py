@@ -306,21 +306,8 @@ def _fits(
     kv_cache: str,
     device: DeviceMemory,
 ) -> bool:
-    return _fitter(geom, quant, sequences, engine, kv_cache, device)(context)
-
-
-def _fitter(
-    geom: LlmGeometry,
-    quant: Quant,
-    sequences: int,
-    engine: str,
-    kv_cache: str,
-    device: DeviceMemory,
-) -> Callable[[int], bool]:
-    """:func:`_fits` as a function of the context alone, with what does not depend on the
-    context computed once."""
     slack = _slack(geom, quant, sequences, engine, kv_cache, device)
-    return lambda context: slack is not None and slack(context) >= 0
+    return slack is not None and slack(context) >= 0
 
 
 def _slack(
@@ -466,21 +453,8 @@ def _suggest(
         (q for q in QUANTS if q.bits_per_weight < quant.bits_per_weight and engine in q.engines),
         key=lambda q: -q.bits_per_weight,
     )
-    # a format whose weights alone overfill the room the rest leaves is not tried in full
-    usable, _ = usable_bytes(device, engine)
-    rest = (
-        runtime_bytes(device, engine)
-        + geom.kv_bytes(context, kv_bytes_per_value(kv_cache), sequences) / device.count
-        + buffers_bytes(geom, context, engine)
-    )
-    room = (usable - rest) * (1.0 + 1e-9) + 1.0  # a margin over the rounding of the sums
     pick = next(
-        (
-            q
-            for q in smaller
-            if weights_bytes(geom, q, engine) / device.count <= room
-            and _fits(geom, q, context, sequences, engine, kv_cache, device)
-        ),
+        (q for q in smaller if _fits(geom, q, context, sequences, engine, kv_cache, device)),
         None,
     )
     if pick is not None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from hwadvisor.advise.serve.memory import DeviceMemory, GiB, tensor_bytes, weights_bytes
@@ -284,6 +284,12 @@ class Rules:
     faster device's prefill is estimated at that figure, not far beyond the evidence:
     llama.cpp's quantized kernels, measured on GeForce cards, do not scale to a data-center
     GPU's tensor peak."""
+
+    @cached_property
+    def measured_kinds(self) -> frozenset[tuple[str, str]]:
+        """The (engine family, device kind) pairs the efficiency tables have a row for."""
+        keys = (k.split("/") for k in (*self.decode, *self.prefill) if "/" in k)
+        return frozenset((parts[0], parts[-1]) for parts in keys)
 
     def step_overhead(self, family: str, kind: str) -> float:
         """The fixed time per decode step of ``family`` on ``kind``: the kind's own (or the
@@ -616,30 +622,9 @@ def estimate_speed(
     )
 
 
-#: :func:`_unmeasured_kind`'s answers, per rules object (kept with it: an id is reused once
-#: its object is gone, so the entry checks it is the same object); cleared when it grows past
-#: a calibration fit's worth of rules.
-_UNMEASURED: dict[tuple[int, str, str], tuple[Rules, str]] = {}
-
-
 def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
     """The basis's word on a refined device kind no run of ``family`` was measured on."""
-    key = (id(rules), family, kind)
-    known = _UNMEASURED.get(key)
-    if known is not None and known[0] is rules:
-        return known[1]
-    if len(_UNMEASURED) > 256:
-        _UNMEASURED.clear()
-    words = _unmeasured_words(rules, family, kind)
-    _UNMEASURED[key] = (rules, words)
-    return words
-
-
-def _unmeasured_words(rules: Rules, family: str, kind: str) -> str:
-    if kind == base_kind(kind) or any(
-        key.startswith(f"{family}/") and key.endswith(f"/{kind}")
-        for key in (*rules.decode, *rules.prefill)
-    ):
+    if kind == base_kind(kind) or (family, kind) in rules.measured_kinds:
         return ""
     what = {
         INTEL_GPU: "Intel GPUs",
