@@ -422,6 +422,16 @@ def test_a_row_whose_name_states_its_memory_is_found_by_that_name(row: GpuPeak) 
     assert find_gpu_peak(row.name, fallback=False) == row
 
 
+def test_every_row_is_found_by_its_own_name() -> None:
+    """A row's name as the catalog writes it (the price book's and the answer's GPUs are named
+    so) is that row, "(one stack)" included; with a reported memory the matching still
+    weighs it."""
+    wrong = [row.name for row in ROWS if find_gpu_peak(row.name, fallback=False) != row]
+    assert wrong == []
+    one_stack = find_gpu_peak("Intel Data Center GPU Max 1550 (one stack)", 128 * GIB)
+    assert one_stack is not None and one_stack.name == "Intel Data Center GPU Max 1550"
+
+
 # --------------------------------------------------------------------------------------------
 # Apple chips as people name them: the Mac around the chip, the GPU's core count
 

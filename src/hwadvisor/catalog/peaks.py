@@ -361,7 +361,13 @@ def _match_catalog(
 @lru_cache(maxsize=1024)
 def _match_default(name: str, memory_bytes: int | None) -> GpuPeak | None:
     """:func:`_match_catalog` on the packaged catalog, once per name and size (the rows are
-    frozen): one answer asks for the same dozens of GPUs several times."""
+    frozen): one answer asks for the same dozens of GPUs several times. A row's own name,
+    with no memory to weigh, is that row (the price book's and the answer's GPUs are named
+    so), without the matching."""
+    if memory_bytes is None:
+        exact = catalog_by_name().get(name)
+        if exact is not None:
+            return exact
     return _match_catalog(_default_catalog(), name, memory_bytes, _default_prepared())
 
 
