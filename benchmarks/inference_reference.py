@@ -171,7 +171,14 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
     args = parser.parse_args()
-    import torch
+    try:
+        import torch
+        import transformers  # noqa: F401  (the models are built from its LlamaConfig)
+    except ImportError as exc:
+        raise SystemExit(
+            f"inference_reference: needs torch and transformers ({exc.name} is missing): "
+            ".venv/bin/pip install transformers"
+        ) from None
 
     device = args.device
     dtype = torch.float32 if device == "cpu" else torch.bfloat16

@@ -157,3 +157,60 @@ def test_a_stand_in_rental_reads_as_one_parenthesis_after_a_named_offer() -> Non
     assert c.rented_stand_in and c.rent_as is not None
     assert ") (" not in c.rent_as and c.rent_as.count("(") == c.rent_as.count(")")
     assert "as fast: no cloud rents the Intel Arc B580" in c.rent_as
+
+
+def test_a_card_sold_several_at_a_time_is_bought_in_whole_lots(tmp_path: Path) -> None:
+    """A module made for a baseboard (an MI300X, an SXM GPU) is sold only with the rest of
+    its board: any count is bought in whole lots, with a host for the lot, and says so."""
+    from hwadvisor.advise.pricing import load_prices
+
+    own = tmp_path / "prices.toml"
+    rows = [
+        ("card", 'gpu = "L4"\nprice = 2000.0\nsold_in = 4\n'),
+        ("host", "gpus = 4\nprice = 3000.0\n"),
+        ("host", "gpus = 8\nprice = 7000.0\n"),
+    ]
+    own.write_text(
+        'currency = "USD"\n'
+        + "".join(
+            f'[[{table}]]\n{body}what = "w"\nsource = "s"\ndate = "2026-11-01"\n'
+            for table, body in rows
+        ),
+        encoding="utf-8",
+    )
+    prices = load_prices(own)
+    for gpus in range(1, 9):
+        c = option_costs(prices, gpu="L4", gpus=gpus, seconds=3600)
+        lot = 4 if gpus <= 4 else 8
+        assert c.lot == 4 and c.bought_gpus == lot
+        assert c.purchase == pytest.approx(2000.0 * lot + (3000.0 if lot == 4 else 7000.0))
+        assert ("sold 4 at a time" in (c.note or "")) == (lot > gpus)
+    # nine need three lots of 4, and no host holds twelve
+    nine = option_costs(prices, gpu="L4", gpus=9, seconds=3600)
+    assert nine.purchase is None and nine.note == "no host for 12 cards in the price catalog"
+
+
+def test_the_built_in_book_buys_each_card_in_its_own_lots() -> None:
+    prices = builtin_prices()
+    for name, card in prices.cards.items():
+        for gpus in (1, 2, 3, 4):
+            c = option_costs(prices, gpu=name, gpus=gpus, seconds=None)
+            assert c.lot == card.sold_in
+            if c.purchase is not None:
+                assert c.bought_gpus is not None and c.bought_gpus % card.sold_in == 0
+                assert gpus <= c.bought_gpus < gpus + card.sold_in
+    assert prices.cards["AMD Instinct MI300X"].sold_in == 8
+
+
+def test_a_lot_of_none_is_refused_with_one_line(tmp_path: Path) -> None:
+    from hwadvisor.advise.pricing import load_prices
+    from hwadvisor.errors import InputError
+
+    own = tmp_path / "prices.toml"
+    own.write_text(
+        '[[card]]\ngpu = "L4"\nprice = 2000.0\nsold_in = 0\nsource = "s"\ndate = "2026-11-01"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as err:
+        load_prices(own)
+    assert "sold_in" in str(err.value) and "\n" not in str(err.value)

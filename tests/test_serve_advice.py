@@ -445,17 +445,24 @@ def test_the_answer_names_the_cheapest_rental_of_any_class_beside_the_cheapest_p
         )
 
 
-def test_a_one_gpu_class_whose_only_rental_is_a_big_instance_does_not_hide_a_cheaper_one() -> None:
-    """A 70B fp8 service for 32 users: one MI300X holds it (class 2), but its only rental is an
-    8-GPU instance; four 48 GB cards rent for a fraction of that."""
+def test_a_gpu_had_only_eight_at_a_time_is_a_multi_gpu_machine_not_one_gpu() -> None:
+    """A 70B fp8 service for 32 users: one MI300X holds it, but an MI300X is sold only on its
+    8-GPU baseboard and rented only as an 8-GPU instance ($48/h). The answer was "Scenario 2:
+    one GPU" with one MI300X "to buy with a computer to hold it" at $15,623: it is one
+    multi-GPU machine, and the cheapest such purchase and rental are named."""
     from hwadvisor.advise.serving import build_request
 
     answer = serve_advice(None, build_request("llama3-70b-serve"))
+    mi300x = next(e for e in answer.estimates if e.hardware == "AMD Instinct MI300X")
+    assert mi300x.meets_target and mi300x.gpus == 1 and mi300x.rented_gpus == 8
+    assert mi300x.scenario_class == 3 and mi300x.purchase_cost is None  # no host for 8 priced
+    assert answer.scenario_class == 3
     rec, rent = answer.recommendation, answer.cheapest_to_rent
-    assert rec is not None and rent is not None
-    assert rec.hourly_cost is not None and rent.hourly_cost is not None
-    assert rent.hourly_cost < rec.hourly_cost / 4
-    assert rent.scenario_class > answer.scenario_class
+    assert rec is not None and rent is not None and rec.hardware != mi300x.hardware
+    assert rent.hourly_cost is not None and mi300x.hourly_cost is not None
+    assert rent.hourly_cost < mi300x.hourly_cost / 4
+    meeting = [e for e in answer.estimates if e.meets_target and e.origin == "catalog"]
+    assert all(e.scenario_class >= 3 for e in meeting)
 
 
 def test_a_stderr_that_cannot_be_written_loses_the_note_not_the_answer(
@@ -870,14 +877,30 @@ def test_a_model_files_name_reaches_the_answer_visible(tmp_path: Path) -> None:
     assert "\x1b" not in json.dumps(plain_json(answer), ensure_ascii=False)
 
 
-def test_a_rental_larger_than_the_option_says_how_many_gpus_its_price_is_for() -> None:
-    """The smallest MI300X instance on offer holds 8: the one-GPU option's hourly price is that
-    instance's, and the table and its footnote say so; a one-GPU rental's price stands alone."""
-    from hwadvisor.present.serve import footnote, option_cells, shown_options
+@pytest.mark.parametrize("host_for_8", [False, True])
+def test_a_lot_larger_than_the_option_says_how_many_gpus_its_prices_are_for(
+    tmp_path: Path, host_for_8: bool
+) -> None:
+    """An MI300X is rented only as an 8-GPU instance and sold only on its 8-GPU baseboard: the
+    one-GPU option's hourly price is that instance's and its purchase (where a host for 8 is
+    priced) that of 8 cards and the host; the table and its footnote say so, and a one-GPU
+    rental's price stands alone."""
+    from hwadvisor.advise.pricing import builtin_prices, load_prices
+    from hwadvisor.present.serve import footnote, option_cells, shown_options, verdict_lines
 
+    prices = builtin_prices()
+    if host_for_8:
+        own = tmp_path / "prices.toml"
+        own.write_text(
+            'currency = "USD"\n[[host]]\ngpus = 8\nprice = 40000.0\nwhat = "w"\n'
+            'source = "s"\ndate = "2026-11-01"\n',
+            encoding="utf-8",
+        )
+        prices = load_prices(own)
     answer = serve_advice(
         load_profile(FIXTURES.parent / "validation" / "h200-2026-11-27.json"),
-        ServeRequest(model="llama-3.1-70b", quant="Q4_K_M"),
+        ServeRequest(model="llama-3.1-70b", quant="Q4_K_M", assume_gpu=("MI300X", "H100 PCIe")),
+        prices,
     )
     shown = {e.hardware: e for e in shown_options(answer)}
     mi300x, h100 = shown["AMD Instinct MI300X"], shown["H100 PCIe"]
@@ -885,7 +908,20 @@ def test_a_rental_larger_than_the_option_says_how_many_gpus_its_price_is_for() -
     assert (h100.gpus, h100.rented_gpus) == (1, 1)
     assert option_cells(answer, mi300x)["rent"].endswith("/h for 8")
     assert option_cells(answer, h100)["rent"].endswith("/h")
-    assert "AMD Instinct MI300X is rented only 8 at a time" in footnote(answer)
     assert "H100" not in footnote(answer)
+    if host_for_8:
+        assert mi300x.bought_gpus == 8
+        assert mi300x.purchase_cost == pytest.approx(
+            8 * prices.cards[mi300x.hardware].price + 40000
+        )
+        assert option_cells(answer, mi300x)["buy"].endswith(" for 8")
+        assert "AMD Instinct MI300X is sold and rented only 8 at a time" in footnote(answer)
+    else:
+        assert mi300x.purchase_cost is None and mi300x.bought_gpus is None
+        assert option_cells(answer, mi300x)["buy"] == "-"
+        assert "AMD Instinct MI300X is rented only 8 at a time" in footnote(answer)
+    assert not option_cells(answer, h100)["buy"].endswith(" for 1")
+    assert any("H100 PCIe" in line for line in verdict_lines(answer))
     for e in answer.estimates:  # never fewer than the option's own
         assert e.rented_gpus is None or e.rented_gpus >= e.gpus or e.rented_stand_in
+        assert e.bought_gpus is None or e.bought_gpus >= e.gpus

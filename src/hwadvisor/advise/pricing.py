@@ -70,8 +70,12 @@ class _Electricity(_Sourced):
 class _Card(_Sourced):
     gpu: Text
     price: Positive
+    """One GPU's price."""
     watts: OptPositive = None
     what: Text = "street price"
+    sold_in: PositiveWhole = 1
+    """The fewest sold together: a module made for a vendor's baseboard (an OAM or SXM GPU)
+    comes 8 at a time, and buying one means buying them all."""
 
     @model_validator(mode="after")
     def _known(self) -> _Card:
@@ -180,6 +184,8 @@ class Row:
     vcpus: int | None = None
     provider: str | None = None
     memory_gb: float | None = None
+    sold_in: int = 1
+    """A card's: the fewest sold together (``price`` is one GPU's)."""
 
 
 @dataclass(frozen=True)
@@ -275,8 +281,9 @@ def _book(layers: list[tuple[dict[str, Any], str]]) -> Prices:
             kwh = (e["kwh_price"], e["source"], e["date"])
         for c in data["card"]:
             cards[c["gpu"]] = Row(
-                c["gpu"], c["price"], c["watts"], c["what"], c["source"], c["date"], c["gpu"], 1
-            )
+                c["gpu"], c["price"], c["watts"], c["what"], c["source"], c["date"], c["gpu"], 1,
+                sold_in=c["sold_in"],
+            )  # fmt: skip
         for s in data["system"]:
             systems[s["name"]] = Row(
                 s["name"], s["price"], s["watts"], s["what"], s["source"], s["date"], s["gpu"],
@@ -393,6 +400,12 @@ class Costs:
     rented_gpus: int | None = None
     """The GPUs the rental holds (more than the option's where the smallest instance of that
     GPU is larger); None for a CPU instance or no rental."""
+    bought_gpus: int | None = None
+    """The GPUs the purchase buys (more than the option's where the GPU is sold only so many
+    at a time); None for a system, a CPU or no purchase price."""
+    lot: int | None = None
+    """Where the catalog sells the GPU as a card: the fewest sold together (1 for a card,
+    8 for a module made for a baseboard), whether or not a host for them is priced."""
     date: str | None = None
     source: str | None = None
     note: str | None = None
@@ -501,15 +514,20 @@ def option_costs(
         used.append(system)
     elif gpu is not None:
         card = prices.cards.get(gpu)
-        host = _host(prices, gpus)
+        # a GPU sold only so many at a time is bought in whole lots, with a host for them all
+        bought = -(-gpus // card.sold_in) * card.sold_in if card is not None else gpus
+        out.lot = card.sold_in if card is not None else None
+        host = _host(prices, bought)
         if card is not None and host is not None:
-            out.purchase = (card.price * gpus + host.price) * nodes
-            out.note = f"{gpus} × card + host for up to {host.gpus} cards"
+            out.purchase = (card.price * bought + host.price) * nodes
+            out.bought_gpus = bought * nodes
+            lot = f" (sold {card.sold_in} at a time)" if bought > gpus else ""
+            out.note = f"{bought} × card{lot} + host for up to {host.gpus} cards"
             used += [card, host]
         elif card is None:
             out.note = f"no purchase price for the {gpu} in the price catalog"
         else:
-            out.note = f"no host for {gpus} cards in the price catalog"
+            out.note = f"no host for {bought} cards in the price catalog"
         if card is not None and card.watts is not None:
             # The cards' board power; the host's where the catalog gives it.
             host_watts = host.watts if host is not None and host.watts else 0.0

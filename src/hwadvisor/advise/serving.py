@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwadvisor.advise.names import ResolvedGpu, resolve_gpu, varying_memory
-from hwadvisor.advise.pricing import Prices, builtin_prices, option_costs
+from hwadvisor.advise.pricing import Costs, Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import (
@@ -527,6 +527,16 @@ def _catalog_candidate(row: GpuPeak, count: int, origin: str, family: str) -> _C
     )
 
 
+def _obtained_class(c: _Candidate, costs: Costs) -> int | None:
+    """The option's scenario class as it can be had: one GPU sold only on a multi-GPU
+    baseboard and rented only in multi-GPU instances (an MI300X, 8 at a time) is one
+    multi-GPU machine or instance, not "one GPU"."""
+    if c.scenario_class != 2 or c.origin == "this machine":
+        return c.scenario_class
+    lots = [n for n in (costs.lot, costs.rented_gpus if not costs.rented_stand_in else None) if n]
+    return 3 if lots and min(lots) > c.gpus else c.scenario_class
+
+
 def _estimate(
     c: _Candidate,
     geom: LlmGeometry,
@@ -594,7 +604,7 @@ def _estimate(
         InferenceEstimate,
         hardware=c.hardware,
         origin=c.origin,
-        scenario_class=c.scenario_class,
+        scenario_class=_obtained_class(c, costs),
         gpus=c.gpus,
         fits_memory=plan.fits,
         memory_needed_bytes=int(plan.total_bytes),
@@ -628,6 +638,7 @@ def _estimate(
         rent_as=costs.rent_as,
         rented_stand_in=costs.rented_stand_in,
         rented_gpus=costs.rented_gpus,
+        bought_gpus=costs.bought_gpus,
         bought_whole=c.whole,
         cost_per_million_tokens_rented=rented,
         cost_per_million_tokens_owned=owned,

@@ -58,6 +58,10 @@ class InferenceEstimate(StrictModel):
     rented_gpus: int | None = None
     """The GPUs ``rent_as`` holds: more than ``gpus`` where the smallest instance of that GPU
     on offer is larger (``hourly_cost`` is that whole instance's)."""
+    bought_gpus: int | None = None
+    """The GPUs ``purchase_cost`` buys: more than ``gpus`` where the GPU is sold only so many
+    at a time (an OAM module on its 8-GPU baseboard); None for a whole computer (a Mac) or no
+    purchase price."""
     bought_whole: bool = False
     """``purchase_cost`` is a whole computer's (a Mac), not cards with a host around them."""
     cost_per_million_tokens_rented: float | None = None

@@ -76,7 +76,13 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     if r is not None:
         buy = (
             f"{_money(r.purchase_cost, a.currency)} to buy"
-            + (" with a computer to hold it" if r.gpus and not r.bought_whole else "")
+            + (
+                f" {r.bought_gpus} with a computer to hold them"
+                if _buys_more(r)
+                else " with a computer to hold it"
+                if r.gpus and not r.bought_whole
+                else ""
+            )
             if r.purchase_cost is not None
             else "no purchase price in the catalog"
         )
@@ -186,7 +192,7 @@ def option_cells(a: InferenceAdvice, e: InferenceEstimate) -> dict[str, str]:
         "prefill": _tok(e.prefill_tok_s) if fits else "-",
         "users": str(e.users_at_target) if fits and e.users_at_target is not None else "-",
         "per_m": _money(e.cost_per_million_tokens_rented, a.currency) if fits else "-",
-        "buy": _money(e.purchase_cost, a.currency),
+        "buy": _buy(a, e),
         "rent": _rent(a, e),
     }
 
@@ -205,19 +211,34 @@ def _rents_more(e: InferenceEstimate) -> bool:
     return bool(e.hourly_cost is not None and e.rented_gpus and e.gpus and e.rented_gpus > e.gpus)
 
 
+def _buy(a: InferenceAdvice, e: InferenceEstimate) -> str:
+    """The purchase price, with the GPUs it buys where the GPU is sold only so many at a time
+    ("$130,000 for 8")."""
+    price = _money(e.purchase_cost, a.currency)
+    return f"{price} for {e.bought_gpus}" if _buys_more(e) else price
+
+
+def _buys_more(e: InferenceEstimate) -> bool:
+    """The option's purchase buys more GPUs than the option (a module sold on its baseboard)."""
+    return bool(e.purchase_cost is not None and e.bought_gpus and e.gpus and e.bought_gpus > e.gpus)
+
+
 def footnote(a: InferenceAdvice) -> str:
     depth = (
         f", decode at {a.decode_depth_tokens:,} tokens of context (a reply's middle)"
         if a.decode_depth_tokens is not None
         else ""
     )
-    larger = [
-        f"{e.hardware} is rented only {e.rented_gpus} at a time"
-        for e in shown_options(a)
-        if _rents_more(e)
-    ]
+    larger = []
+    for e in shown_options(a):
+        buys, rents = _buys_more(e), _rents_more(e)
+        if buys and rents and e.bought_gpus == e.rented_gpus:
+            larger.append(f"{e.hardware} is sold and rented only {e.rented_gpus} at a time")
+        else:
+            larger += [f"{e.hardware} is sold only {e.bought_gpus} at a time"] if buys else []
+            larger += [f"{e.hardware} is rented only {e.rented_gpus} at a time"] if rents else []
     whole = (
-        f" {'; '.join(larger)}: its hourly price and cost per token are the whole instance's."
+        f" {'; '.join(larger)}: the prices and cost per token shown are for all of them."
         if larger
         else ""
     )
