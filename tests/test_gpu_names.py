@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwadvisor.advise.names import GpuRow, gpu_rows, nearest_gpus, resolve_gpu
+from hwadvisor.advise.names import GpuRow, gpu_rows, nearest_gpus, resolve_gpu, split_count
 from hwadvisor.catalog import GpuPeak, find_gpu_peak, load_catalog
 from hwadvisor.errors import UsageError
 
@@ -552,3 +552,35 @@ def test_a_listing_filter_word_of_letters_and_digits_stays_one_word() -> None:
             row = next(p for p in ROWS if p.name == r.name)
             text = re.sub(r"[^a-z0-9]+", "", " ".join((row.name, *row.match)).lower())
             assert word.lower() in text, (word, r.name)
+
+
+# --------------------------------------------------------------------------------------------
+# A count written with the GPU ("8x H200")
+
+COUNT_FORMS = ("{n}x {g}", "{n}x{g}", "{n} x {g}", "{n} × {g}", "{n}×{g}", "{n}*{g}", "{g} x{n}",
+               "{g} x {n}", "{g} × {n}", "{g}*{n}")  # fmt: skip
+
+
+@pytest.mark.parametrize("form", COUNT_FORMS)
+@pytest.mark.parametrize("n", [1, 2, 8, 64, 1024])
+def test_a_count_written_with_the_gpu_is_read_in_every_form(form: str, n: int) -> None:
+    for gpu in ("H200", "RTX 3090", "A100 80GB", "Radeon RX 7900 XTX", "MI300X"):
+        assert split_count(form.format(n=n, g=gpu)) == (gpu, n)
+        assert split_count(form.format(n=n, g=gpu), n) == (gpu, n)  # --gpus saying the same
+
+
+def test_a_name_with_digits_and_an_x_of_its_own_keeps_them() -> None:
+    """A card whose name holds an x after digits is a card, not a count ("7900XTX"), and every
+    row of the catalog typed as written is itself, with no count."""
+    for name in ("7900 XTX", "7900XTX", "RX 580X", "580X", "MI300X", "Titan X", "1080Ti", "3090"):
+        assert split_count(name) == (name, 1)
+    for row in ROWS:
+        assert split_count(row.name) == (row.name, 1), row.name
+        assert split_count(row.name, 4) == (row.name, 4)
+
+
+def test_a_count_and_gpus_that_differ_or_a_zero_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="says 8, --gpus says 4"):
+        split_count("8x H200", 4)
+    with pytest.raises(UsageError, match="from 1 to 1024"):
+        split_count("0x H200")

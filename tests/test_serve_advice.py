@@ -50,6 +50,42 @@ def test_the_json_has_the_documented_keys_and_answers_fast(capsys: Any) -> None:
     assert elapsed < 5  # the benchmark holds it to 0.3 s; a loaded test machine gets slack
 
 
+@pytest.mark.parametrize(
+    ("context", "tokens"), [("128k", 131072), ("32K", 32768), ("8192", 8192), ("1.5k", 1536)]
+)
+def test_a_context_is_given_as_people_write_it(context: str, tokens: int, capsys: Any) -> None:
+    argv = ["advise", "-p", str(PROFILE), "--serve", "llama-3.1-8b", "--context", context]
+    assert main([*argv, "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["inference"]["context"] == tokens
+
+
+@pytest.mark.parametrize("context", ["abc", "0", "2.5", "-8k", "8kk"])
+def test_a_context_that_is_not_a_count_of_tokens_is_a_usage_error(
+    context: str, capsys: Any
+) -> None:
+    argv = ["advise", "-p", str(PROFILE), "--serve", "llama-3.1-8b", "--context", context]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--context" in err and "Traceback" not in err
+
+
+def test_a_count_typed_with_the_assumed_gpu_sizes_that_many(capsys: Any) -> None:
+    """ "8x H200" is eight H200s, as --assume-gpu H200 --gpus 8 is; the training advice reads
+    it too."""
+    base = ["advise", "-p", str(PROFILE), "--serve", "llama-3.1-70b", "--engine", "vllm"]
+    answers = []
+    for extra in (["--assume-gpu", "8x H200"], ["--assume-gpu", "H200", "--gpus", "8"]):
+        assert main([*base, *extra, "--json", "-"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        answers.append([e for e in doc["inference"]["estimates"] if e["origin"] == "assumed"])
+    assert answers[0] == answers[1] and answers[0][0]["gpus"] == 8
+    train = ["advise", "-p", str(PROFILE), "--workload", "llama3-8b-qlora"]
+    assert main([*train, "--assume-gpu", "2x RTX 3090", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assumed = [e for e in doc["estimates"] if e["origin"] == "assumed"]
+    assert assumed and "2× GeForce RTX 3090" in assumed[0]["hardware"]
+
+
 def test_this_machine_uses_its_measured_bandwidth() -> None:
     a = _advice(model="llama-3.1-8b", quant="Q4_K_M")
     here = a.this_machine

@@ -499,12 +499,19 @@ AssumeGpuOpt = Annotated[
     typer.Option(
         "--assume-gpu",
         metavar="NAME",
-        help="Also estimate on this GPU from the catalog (repeatable), e.g. 'RTX 4090'.",
+        help="Also estimate on this GPU from the catalog (repeatable), e.g. 'RTX 4090' or "
+        "'2x RTX 4090'.",
     ),
 ]
 GpusOpt = Annotated[
     int,
-    typer.Option("--gpus", metavar="N", min=1, max=1024, help="How many of each --assume-gpu."),
+    typer.Option(
+        "--gpus",
+        metavar="N",
+        min=1,
+        max=1024,
+        help="How many of each --assume-gpu (or a count in its name: '8x H200').",
+    ),
 ]
 RulesOpt = Annotated[
     Optional[Path],
@@ -587,6 +594,7 @@ def _advice_request(
         load_prices,
         load_rules,
         resolve_gpu,
+        split_count,
     )
     from hwadvisor.workloads import WorkloadError, custom_workload, get_workload
 
@@ -609,7 +617,8 @@ def _advice_request(
             chosen = with_training(chosen, training)
     except WorkloadError as exc:
         raise UsageError(str(exc)) from exc
-    assume = [(resolve_gpu(name), gpus) for name in assume_gpu or []]
+    counted = [split_count(name, gpus) for name in assume_gpu or []]  # "8x H100", or --gpus
+    assume = [(resolve_gpu(name), count) for name, count in counted]
     ladder = load_rules(rules)
     priced = load_prices(prices) if prices else builtin_prices()
     if prices:

@@ -153,6 +153,23 @@ EvalOpt = Annotated[
 
 
 # ---- inference sizing (``advise --serve`` and ``fleet advise --serve``) ----
+_TOKENS = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([kKmM]?)\s*")
+
+
+def parse_tokens(text: str) -> int:
+    """A count of tokens as people write a context window: 8192, 32k, 128K, 1M (k = 1,024,
+    as model cards count them: 128k is 131,072). Its range is the command's to check (one
+    line, as for any other value out of range)."""
+    found = _TOKENS.fullmatch(text.replace("_", "").replace(",", ""))
+    if found is None:
+        raise typer.BadParameter(f"must be a number of tokens (8192, 32k, 128k), got {text!r}")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2).lower()]
+    value = float(found.group(1)) * scale
+    if value != int(value) or abs(value) > 2**40:
+        raise typer.BadParameter(f"must be a whole number of tokens, got {text!r}")
+    return int(value)
+
+
 QuantOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
@@ -167,7 +184,9 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         metavar="TOKENS",
-        help="With --serve: context length (8192, or the model's own window where shorter).",
+        parser=parse_tokens,
+        help="With --serve: context length in tokens, 8192 or 32k or 128k (default 8192, or "
+        "the model's own window where shorter).",
     ),
 ]
 EngineOpt = Annotated[
@@ -196,6 +215,7 @@ PromptTokensOpt = Annotated[
     typer.Option(
         "--prompt-tokens",
         metavar="N",
+        parser=parse_tokens,
         help="With --serve: prompt length for the time to first token (512).",
     ),
 ]
@@ -204,6 +224,7 @@ ReplyTokensOpt = Annotated[
     typer.Option(
         "--reply-tokens",
         metavar="N",
+        parser=parse_tokens,
         help="With --serve: reply length; the throughput counts each prompt against it (256).",
     ),
 ]

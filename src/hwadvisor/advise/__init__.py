@@ -41,6 +41,7 @@ _WHERE = {
     "ResolvedGpu": "names",
     "nearest_gpus": "names",
     "resolve_gpu": "names",
+    "split_count": "names",
     "Prices": "pricing",
     "builtin_prices": "pricing",
     "check_prices": "pricing",
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
         parse_candidate,
         scenario_class,
     )
-    from hwadvisor.advise.names import ResolvedGpu, nearest_gpus, resolve_gpu
+    from hwadvisor.advise.names import ResolvedGpu, nearest_gpus, resolve_gpu, split_count
     from hwadvisor.advise.pricing import Prices, builtin_prices, check_prices, load_prices
     from hwadvisor.advise.rates import (
         Rate,
@@ -119,5 +120,6 @@ __all__ = [
     "resolve_gpu",
     "scale_out",
     "scenario_class",
+    "split_count",
     "this_machine_rates",
 ]

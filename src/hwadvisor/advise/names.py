@@ -523,6 +523,30 @@ def _apple_parts(name: str) -> tuple[str, int | None]:
     return " ".join(rest.split()), int(found.group(1))
 
 
+#: A count written with the GPU: "8x H200", "8xH100", "8 × H200", "2*3090" before it, "H200
+#: x8", "A6000 × 4", "H100x8" after it. A digit run glued to an "x" counts only up to MAX_COUNT
+#: ("7900XTX" is a card, not 7,900 "TX"); spaced, the "x" must stand alone ("7900 XTX" too).
+_COUNT_BEFORE = re.compile(r"\s*(\d{1,4})(?:[x×*]|\s*[×*]|\s+x(?=[\s\d]))\s*(\S.*)", re.I)
+_COUNT_AFTER = re.compile(r"(.*?\S)(?:\s+[x×*]|\s*[×*]|(?<=\d)x)\s*(\d{1,4})\s*", re.I)
+MAX_COUNT = 1024
+
+
+def split_count(name: str, gpus: int = 1) -> tuple[str, int]:
+    """The GPU ``name`` names and how many of it: a count written with it ("8x H200"), else
+    ``gpus`` (``--gpus``). Both, and different: a usage error."""
+    for pattern, count_group, name_group in ((_COUNT_BEFORE, 1, 2), (_COUNT_AFTER, 2, 1)):
+        found = pattern.fullmatch(name)
+        if found is None or int(found.group(count_group)) > MAX_COUNT:
+            continue
+        count = int(found.group(count_group))
+        if count == 0:
+            raise UsageError(f"--assume-gpu {name!r}: a count of GPUs from 1 to {MAX_COUNT}")
+        if gpus not in (1, count):
+            raise UsageError(f"--assume-gpu {name!r} says {count}, --gpus says {gpus}: give one")
+        return found.group(name_group).strip(), count
+    return name, gpus
+
+
 def resolve_gpu(name: str) -> ResolvedGpu:
     """The catalog row ``name`` stands for (see the module's rules), with a note when other
     rows fit as well; a :class:`UsageError` naming the closest cards when none fits.

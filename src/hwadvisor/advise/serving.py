@@ -18,7 +18,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwadvisor.advise.names import ResolvedGpu, resolve_gpu, varying_memory
+from hwadvisor.advise.names import ResolvedGpu, resolve_gpu, split_count, varying_memory
 from hwadvisor.advise.pricing import Costs, Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
@@ -741,7 +741,8 @@ def serve_advice(
     ]
     candidates = [c for c in candidates if c not in cannot]
     notes: list[str] = []
-    for name in request.assume_gpu:
+    for typed in request.assume_gpu:
+        name, count = split_count(typed, request.gpus)  # "8x H200", or --gpus
         resolved = resolve_gpu(name)  # as people type it: "3090", "M1 Max 24-core", "A6000"
         assumed = resolved.peak
         if resolved.note:
@@ -756,7 +757,7 @@ def serve_advice(
                 f"--assume-gpu {name!r}: {_fp8_words(request.engine)} "
                 f"(this is {assumed.target}; --engine vllm runs FP8 weights on it)"
             )
-        candidate, note = _assumed_candidate(resolved, name, request.gpus, family)
+        candidate, note = _assumed_candidate(resolved, name, count, family)
         candidates.append(candidate)
         if note:
             notes.append(note)
