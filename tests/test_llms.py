@@ -167,3 +167,22 @@ def test_the_catalog_agrees_with_the_shapes_written_out_for_the_serving_tests() 
             assert getattr(row, key) == getattr(shape, key), (shape.name, key)
         assert row.params_total == pytest.approx(shape.params_total, rel=0.03), shape.name
         assert row.params_active == pytest.approx(shape.params_active, rel=0.06), shape.name
+
+
+def test_a_repository_under_another_owner_finds_the_model_it_packs() -> None:
+    """Quantizers publish a model under their own name ("unsloth/Qwen3-8B-GGUF",
+    "mlx-community/Qwen3-8B-4bit"): every row with a Hugging Face id is found so, where before
+    a bare name under another owner was found only with a tuned suffix ("-Instruct")."""
+    from hwadvisor.advise.serving import model_geometry
+
+    for m in all_llms():
+        if not m.hf_id:
+            continue
+        base = m.hf_id.rsplit("/", 1)[-1]
+        for typed, engine in (
+            (f"unsloth/{base}-GGUF", "llama.cpp"),
+            (f"someone/{base}", "llama.cpp"),
+            (f"mlx-community/{base}-4bit", "mlx"),
+        ):
+            assert model_geometry(typed, engine)[0].name == m.name, typed
+    assert find_llm("microsoft/Phi-3.5-mini-instruct").max_context == 131072

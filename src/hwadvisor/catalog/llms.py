@@ -276,10 +276,13 @@ def find_llm(name: str) -> LlmGeometry:
         key = lookup_key(wanted)
         found = catalog.loose.get(key)
         if found is None and key not in catalog.loose:
-            # a tuned model's id (``google/gemma-3-12b-it``): the base model's shape
+            # a repository's id under another owner (``unsloth/Qwen3-8B``), a tuned model's
+            # (``google/gemma-3-12b-it``): the base model's shape
             for bare in (key, lookup_key(wanted.rsplit("/", 1)[-1])):
-                tuned = _TUNED.sub("", bare)
-                found = catalog.loose.get(tuned) if tuned != bare else None
+                for candidate in dict.fromkeys((bare, _TUNED.sub("", bare))):
+                    found = catalog.loose.get(candidate)
+                    if found:
+                        break
                 if found:
                     break
     if found is None:
