@@ -18,6 +18,7 @@ Prints measured, predicted and their ratio (target: decode within 1.25x, prefill
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 from pathlib import Path
@@ -143,17 +144,19 @@ def measure(model: Any, torch: Any, device: str) -> tuple[float, float]:
     """(decode tok/s, prefill tok/s)."""
     gen = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, VOCAB, (1, PROMPT_DECODE), generator=gen).to(device)
+    # transformers 5 calls the KV cache ``cache`` (``past_key_values`` before, still read there)
+    key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     with torch.inference_mode():
 
         def decode(steps: int) -> float:
             out = model(input_ids=prompt, use_cache=True)
-            past = out.past_key_values
+            past = getattr(out, key)
             nxt = out.logits[:, -1:].argmax(-1)
             _sync(torch, device)
             t0 = time.perf_counter()
             for _ in range(steps):
-                out = model(input_ids=nxt, past_key_values=past, use_cache=True)
-                past = out.past_key_values
+                out = model(input_ids=nxt, use_cache=True, **{key: past})
+                past = getattr(out, key)
                 nxt = out.logits[:, -1:].argmax(-1)
             _sync(torch, device)
             return steps / (time.perf_counter() - t0)
