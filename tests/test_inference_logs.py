@@ -449,3 +449,59 @@ def test_a_json_run_with_the_kv_cache_in_ram_is_read_as_such() -> None:
     data[0]["no_kv_offload"] = True
     parsed = parse_text(json.dumps(data))
     assert [r.kv_on_host for r in parsed.speed] == [True, *[False] * (len(parsed.speed) - 1)]
+
+
+# --------------------------------------------------------------------------------------------
+# The device and the model file where a paste names them outside the table
+
+
+def test_a_vulkan_paste_names_its_device_and_its_command_lines_model_file() -> None:
+    got = parsed("llama_bench_vulkan_r9_290_depth.md")
+    assert [(r.phase, r.tokens, r.depth) for r in got.speed] == [
+        ("prefill", 512, 0), ("decode", 128, 0), ("prefill", 512, 5000), ("decode", 128, 5000)
+    ]  # fmt: skip
+    assert {r.device for r in got.speed} == {"AMD Radeon R9 200 Series"}
+    assert {r.model_file for r in got.speed} == {
+        "/download/llama/Ministral-3-3B-Instruct-2512-Q5_K_M.gguf"
+    }
+    assert {r.quant for r in got.speed} == {"Q5_K_M"}
+    assert any("cut short" in note for note in got.notes)
+
+
+def test_an_unsloth_dynamic_file_is_its_model_and_the_vulkan_card_is_compared(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    got = parsed("llama_bench_vulkan_rtx2070_ud.md")
+    assert {r.device for r in got.speed} == {"NVIDIA GeForce RTX 2070"}
+    assert model_from_file(got.speed[0].model_file) == "Qwen3-4B"
+    fixture = str(FIX / "llama_bench_vulkan_rtx2070_ud.md")
+    assert main(["calibrate-serve", fixture]) == 0
+    out = capsys.readouterr().out
+    assert out.count("measured/predicted") == 2 and "qwen3-4b Q4_K_M on GeForce RTX 2070" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "device"),
+    [  # as llama.cpp builds have printed Metal's device, old to new
+        ("ggml_metal_init: found device: Apple M2 Max", "Apple M2 Max"),
+        ("ggml_metal_device_init: GPU name:   Apple M3 Pro", "Apple M3 Pro"),
+        ("ggml_metal_device_init: GPU name:   MTL0 (Apple M4 Max)", "Apple M4 Max"),
+        (
+            "ggml_metal_device_init: GPU name:   MTL0\nggml_metal_init: picking default device: "
+            "Apple M4",
+            "Apple M4",
+        ),
+        ("ggml_metal_device_init: GPU name:   MTL0", None),
+    ],
+)
+def test_metal_device_lines(line: str, device: str | None) -> None:
+    table = (FIX / "llama_bench_rtx3090ti.md").read_text(encoding="utf-8")
+    table = "\n".join(x for x in table.splitlines() if not x.lstrip().startswith("Device"))
+    got = parse_text(line + "\n" + table)
+    assert {r.device for r in got.speed} == {device}
+
+
+def test_several_model_files_on_the_command_line_name_none() -> None:
+    text = (FIX / "llama_bench_vulkan_rtx2070_ud.md").read_text(encoding="utf-8")
+    text = text.replace("-fa 1", "-m other/Llama-3.1-8B-Q4_K_M.gguf -fa 1")
+    assert {r.model_file for r in parse_text(text).speed} == {None}

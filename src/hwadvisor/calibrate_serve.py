@@ -79,15 +79,18 @@ def match_model(record: SpeedRecord) -> tuple[LlmGeometry | None, str]:
     from hwadvisor.catalog.llms import find_llm
 
     name = model_from_file(record.model_file)
+    described = model_from_description(record.model, record.params)
     if not name:
-        geom = model_from_description(record.model, record.params)
-        if geom is not None:
-            return geom, ""
+        if described is not None:
+            return described, ""
         what = repr(record.model) if record.model else "the output"
         return None, f"{what} names no model file: the catalog model cannot be told"
     try:
         return find_llm(name), ""
     except HwAdvisorError:
+        # a file named its own way ("Qwen3-4B-UD-Q4_K_XL"): the description and count say
+        if described is not None:
+            return described, ""
         return None, f"{name!r} is not in the model catalog"
 
 

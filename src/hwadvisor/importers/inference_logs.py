@@ -6,8 +6,11 @@ content:
 - **llama-bench**: the markdown table (``| model | size | params | backend | ngl | test |
   t/s |``), its CSV (``-o csv``) and its JSON (``-o json``, ``-o jsonl``): one speed record a
   row; ``pp N`` is prefill of an N-token prompt, ``tg N`` decode of N tokens (``@ dD``: at a KV
-  depth of D). The device line printed before the table (``Device 0: NVIDIA GeForce RTX 4090,
-  compute capability 8.9``) names the hardware; CSV and JSON carry ``gpu_info``.
+  depth of D). The device line printed before the table (CUDA and ROCm's ``Device 0: NVIDIA
+  GeForce RTX 4090, compute capability 8.9``, Vulkan's ``ggml_vulkan: 0 = AMD Radeon RX 7900
+  XTX (RADV NAVI31) (radv) | ...``, Metal's ``GPU name: MTL0 (Apple M4 Max)``) names the
+  hardware, and the one ``-m`` file on a pasted ``llama-bench`` command line the model; CSV and
+  JSON carry ``gpu_info`` and ``model_filename``.
 - **vLLM start-up lines**: the engine arguments (``model='...'``, ``max_model_len``,
   ``tensor_parallel_size``, ``dtype``), ``Loading model weights took X GB``, the memory
   profile (``total_gpu_memory``, ``gpu_memory_utilization``, ``kv_cache_size``, the V1 "model
@@ -113,6 +116,26 @@ class NotRecognised(ValueError):
 
 _NUM = r"[0-9]+(?:\.[0-9]+)?"
 _DEVICE = re.compile(r"^\s*Device \d+: (?P<name>[^,\n]+?)(?:,|$)", re.M)
+#: Vulkan's device line ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma:
+#: 0 | ..."), less the driver's names in parentheses.
+_VULKAN_DEVICE = re.compile(r"^\s*ggml_vulkan: \d+ = (?P<name>[^|\n]+?)\s*(?:\||$)", re.M)
+_DRIVER_NOTES = re.compile(r"(?:\s*\([^()]*\))+$")
+#: Metal's, as builds have printed it: "GPU name:   Apple M2 Max", "GPU name:   MTL0 (Apple M4
+#: Max)", "found device: Apple M4 Max", "picking default device: Apple M4"; a bare "MTL0" names
+#: nothing.
+_METAL_DEVICE = re.compile(
+    r"^\s*ggml_metal\w*: (?:GPU name|found device|picking default device):\s*(?P<name>.+?)\s*$",
+    re.M,
+)
+_METAL_INDEX = re.compile(r"MTL\d+(?:\s*\((?P<inner>[^()]+)\))?")
+
+
+def _device_name(pattern: re.Pattern[str], name: str) -> str | None:
+    if pattern is _VULKAN_DEVICE:
+        return _DRIVER_NOTES.sub("", name).strip() or None
+    if pattern is _METAL_DEVICE and (index := _METAL_INDEX.fullmatch(name)):
+        return index.group("inner")
+    return name.strip() or None
 
 
 def _size(value: str, unit: str) -> float:
@@ -120,8 +143,27 @@ def _size(value: str, unit: str) -> float:
 
 
 def _first_device(text: str) -> str | None:
-    match = _DEVICE.search(text)
-    return match.group("name").strip() if match else None
+    """The first device a CUDA/ROCm, Vulkan or Metal back end names."""
+    found = sorted(
+        (m.start(), p, m.group("name"))
+        for p in (_DEVICE, _VULKAN_DEVICE, _METAL_DEVICE)
+        for m in p.finditer(text)
+    )
+    return next((n for _, p, name in found if (n := _device_name(p, name))), None)
+
+
+#: The model file on llama-bench's command line, where the paste has it.
+_BENCH_MODEL = re.compile(r"(?:^|\s)(?:-m|--model)[ =](\S+\.gguf)\b", re.I)
+
+
+def _bench_model_file(text: str) -> str | None:
+    """The one model file the pasted llama-bench command lines name (none where they name
+    several: the rows do not say which is whose)."""
+    files: set[str] = set()
+    for line in text.splitlines():
+        if "llama-bench" in line:
+            files |= set(_BENCH_MODEL.findall(line))
+    return files.pop() if len(files) == 1 else None
 
 
 _GGUF_QUANT = re.compile(
@@ -156,6 +198,8 @@ def model_from_file(path: str | None) -> str | None:
     if match and match.start() > 0:
         stem = stem[: match.start()]
     stem = stem.rstrip("-_. ")
+    # the quantizer's marks before the quant: unsloth's dynamic "UD-", an imatrix "i1-"
+    stem = re.sub(r"[-_.](?:ud|i1|imat|imatrix)$", "", stem, flags=re.I)
     return stem or None
 
 
@@ -182,6 +226,7 @@ def parse_llama_bench_table(text: str) -> Parsed:
     lines = text.splitlines()
     out = Parsed("llama-bench")
     device = _first_device(text)
+    model_file = _bench_model_file(text)
     header: list[str] | None = None
     for number, line in enumerate(lines, start=1):
         if not line.lstrip().startswith("|"):
@@ -200,7 +245,7 @@ def parse_llama_bench_table(text: str) -> Parsed:
             )
             continue
         row = dict(zip(header, cells, strict=True))
-        record = _bench_row(row, device, number)
+        record = _bench_row(row, device, number, model_file)
         if isinstance(record, str):
             out.notes.append(f"line {number}: {record}")
         else:
@@ -210,7 +255,9 @@ def parse_llama_bench_table(text: str) -> Parsed:
     return out
 
 
-def _bench_row(row: dict[str, str], device: str | None, line: int) -> list[SpeedRecord] | str:
+def _bench_row(
+    row: dict[str, str], device: str | None, line: int, model_file: str | None = None
+) -> list[SpeedRecord] | str:
     test = _TEST.match(row.get("test", "").replace(" @ ", " @ ").strip())
     if not test:
         return f"test {row.get('test', '')!r} is neither 'pp N' nor 'tg N'"
@@ -234,7 +281,8 @@ def _bench_row(row: dict[str, str], device: str | None, line: int) -> list[Speed
             tok_s=float(ts.group("ts")),
             tok_s_err=float(ts.group("err")) if ts.group("err") else None,
             model=model,
-            quant=gguf_quant(model or ""),
+            model_file=model_file,
+            quant=gguf_quant(model or "") or gguf_quant(model_file or ""),
             size_bytes=_size(size.group("v"), size.group("u")) if size else None,
             params=float(params.group("v")) * _PARAM_SCALE[params.group("u")] if params else None,
             backend=row.get("backend") or None,
