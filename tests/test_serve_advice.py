@@ -961,3 +961,39 @@ def test_a_lot_larger_than_the_option_says_how_many_gpus_its_prices_are_for(
     for e in answer.estimates:  # never fewer than the option's own
         assert e.rented_gpus is None or e.rented_gpus >= e.gpus or e.rented_stand_in
         assert e.bought_gpus is None or e.bought_gpus >= e.gpus
+
+
+GRID_MODELS = ("llama-3.2-3b", "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-27b", "llama-3.1-70b",
+               "gpt-oss-120b", "deepseek-r1", "llama-3.1-405b")  # fmt: skip
+
+
+@pytest.mark.parametrize("model", GRID_MODELS)
+def test_the_answer_holds_together_over_a_grid(model: str) -> None:
+    """Over models, engines, formats and loads: the scenario is the smallest class of hardware
+    that serves it, the recommendation is of that class, serves it and is its cheapest to buy;
+    no option that can only be had several GPUs at a time is called "one GPU"; the first line
+    of the verdict names the same scenario."""
+    from hwadvisor.advise.serving import _cost_key
+    from hwadvisor.present.serve import verdict_lines
+
+    for engine, quant, users in (
+        ("llama.cpp", "Q4_K_M", 1),
+        ("vllm", "fp8", 1),
+        ("vllm", "bf16", 32),
+    ):
+        a = serve_advice(None, ServeRequest(model=model, quant=quant, engine=engine, users=users))
+        meeting = [e for e in a.estimates if e.meets_target]
+        assert a.scenario_class == min((e.scenario_class for e in meeting), default=None)
+        lines = verdict_lines(a)
+        if a.scenario_class is not None:
+            assert f"Scenario {a.scenario_class}:" in "\n".join(lines)
+        rec = a.recommendation
+        assert (rec is None) == (a.scenario_class is None)
+        if rec is not None:
+            assert rec.meets_target and rec.scenario_class == a.scenario_class
+            same = [e for e in meeting if e.scenario_class == rec.scenario_class]
+            assert all(_cost_key(rec) <= _cost_key(e) for e in same if e.gpus == rec.gpus)
+        for e in a.estimates:
+            lots = [n for n in (e.bought_gpus, None if e.rented_stand_in else e.rented_gpus) if n]
+            if e.origin == "catalog" and e.scenario_class == 2:
+                assert e.gpus == 1 and (not lots or min(lots) == 1), e.hardware
