@@ -4,7 +4,9 @@
 
 For decode and prefill: the share of rows within 1.25x and 1.5x and the worst factor, in sample
 (rules fitted on every row) and leaving one source out (each contributor's rows predicted by
-rules fitted without them), then the memory cases: how often the plan agrees with the run.
+rules fitted without them); decode asked as a user asks it (the row's GPU typed by name through
+``--assume-gpu``, the shipped rules); then the memory cases: how often the plan agrees with the
+run.
 The engines people serve with (llama.cpp, vLLM, ...) and this project's eager reference runs
 (transformers, random weights) are scored apart: the reference rows fit the host's time per
 forward pass of one machine per device kind, so they are scored leaving one model size out.
@@ -45,6 +47,7 @@ def main() -> None:
     for phase in ("decode", "prefill"):
         _line(phase, "in sample", in_sample(served, phase, batched))
         _line(phase, "leave one source out", loso[phase])
+    _line("decode", "typed by name", _typed(data))
     _serving(rows, batched)
     print(f"eager reference runs: {len(eager)} rows from {len({r.group for r in eager})} machines")
     rules = fit_rules(rows)
@@ -86,6 +89,40 @@ def _serving(rows: list[Any], batched: list[Any]) -> None:
     _line("pace", "per user, 1 / TPOT", paces)
     alone = [(1.0 / r.tpot_s) * serving_estimate(r, rules).step_s for r in batched if r.tpot_s]
     _line("pace", "the step alone (before)", alone)
+
+
+def _typed(data: dict[str, Any]) -> list[float]:
+    """Each single-GPU or Apple row of a served engine asked as a user asks it: its GPU typed
+    by the name the row gives (``--assume-gpu``), the model, quant, engine and context as the
+    row has them; measured / the assumed GPU's decode (in sample: the shipped rules)."""
+    from hwadvisor.advise.serving import ServeRequest, serve_advice
+    from hwadvisor.catalog.peaks import find_gpu_peak
+    from hwadvisor.errors import UsageError
+
+    ratios = []
+    for raw in data.get("speed", []):
+        if raw["kind"] == "cpu" or not raw.get("decode_tok_s") or int(raw.get("count", 1)) != 1:
+            continue
+        if raw["engine"] in HOST_FAMILIES or raw["engine"] == "transformers":
+            continue
+        if find_gpu_peak(str(raw.get("hardware", "")), None, fallback=False) is None:
+            continue
+        request = ServeRequest(
+            model=str(raw["model"]),
+            quant=str(raw["quant"]),
+            engine=str(raw["engine"]),
+            context=int(raw.get("context", 512)),
+            prompt_tokens=int(raw.get("prompt_tokens", 512)),
+            assume_gpu=(str(raw["hardware"]),),
+        )
+        try:
+            answer = serve_advice(None, request)
+        except UsageError:  # an engine the CLI does not run there (SGLang on a Mac's GPU)
+            continue
+        assumed = [e for e in answer.estimates if e.origin == "assumed"]
+        if assumed and assumed[0].decode_tok_s:
+            ratios.append(float(raw["decode_tok_s"]) / assumed[0].decode_tok_s)
+    return ratios
 
 
 def _line(phase: str, label: str, ratios: list[float]) -> None:
