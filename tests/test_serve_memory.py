@@ -225,3 +225,33 @@ def test_documented_sizes_match_the_formulas() -> None:
 def test_bad_context_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         plan_serve_memory(LLAMA_8B, find_quant("Q4_K_M"), context=0, device=GPU24)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp"])
+def test_fewer_users_at_once_is_the_most_whose_contexts_fit(engine: str) -> None:
+    """Where many users' whole contexts do not fit, the plan says how many do (the server
+    queues the rest): that many fit and one more does not, over a grid of models, contexts,
+    users and memories."""
+    quant = find_quant("fp8" if engine == "vllm" else "Q4_K_M", engine)
+    said = 0
+    for geom, context, users, gib in itertools.product(
+        (LLAMA_8B, LLAMA_70B, MIXTRAL_8X7B), (4096, 32768), (4, 16, 64), (24, 48, 80, 160)
+    ):
+        device = DeviceMemory(kind="gpu", total_bytes=gib * GiB)
+
+        def plan(n: int, geom=geom, context=context, device=device):  # type: ignore[no-untyped-def]
+            return plan_serve_memory(
+                geom, quant, context=context, sequences=n, engine=engine, device=device
+            )
+
+        lines = [s for s in plan(users).suggestions if s.startswith("fewer users at once")]
+        if plan(users).fits:
+            assert not lines
+            continue
+        if not lines:  # not even one user's whole context fits
+            assert not plan(1).fits
+            continue
+        said += 1
+        n = int(lines[0].split(": ")[1].split()[0])
+        assert 1 <= n < users and plan(n).fits and not plan(n + 1).fits
+    assert said >= 5

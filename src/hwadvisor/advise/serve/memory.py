@@ -442,6 +442,20 @@ def _suggest(
     flag = "--max-model-len" if _vllm_like(engine) else "--context (llama.cpp -c)"
     if best >= MIN_USEFUL_CONTEXT:
         out.append(f"a shorter context: {flag} {best} is the longest that fits")
+    if sequences > 1:
+        # the most users whose whole contexts fit at once (the fit falls as users grow)
+        lo, hi = 0, sequences - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _fits(geom, quant, context, mid, engine, kv_cache, device):
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo >= 1:
+            out.append(
+                f"fewer users at once: {lo} with {context:,} tokens of context each fit "
+                "(the server queues the rest)"
+            )
     cheaper = "fp8" if _vllm_like(engine) else "q8_0"
     if kv_bytes_per_value(kv_cache) > kv_bytes_per_value(cheaper) and _fits(
         geom, quant, context, sequences, engine, cheaper, device
