@@ -310,7 +310,17 @@ def test_gpus_lists_the_catalog_with_prices(capsys: pytest.CaptureFixture[str]) 
     rows = json.loads(capsys.readouterr().out)
     assert {r["name"] for r in rows} >= {"GeForce RTX 4090", "GeForce RTX 4090 D"}
     assert any(r["price"] for r in rows)
+    assert {r["sold_in"] for r in rows if r["price"]} == {1}
     assert main(["gpus", "no-such-card"]) == 2
+
+
+def test_gpus_says_a_card_sold_only_several_at_a_time(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gpus", "mi300x", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["price"], row["sold_in"]) == (15000.0, 8)
+    assert main(["gpus", "mi300x"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "$15,000 ×8" in out and "×8: sold only 8 at a time" in out
 
 
 @pytest.mark.parametrize(

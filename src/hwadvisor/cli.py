@@ -1396,6 +1396,7 @@ def gpus(
                     **r.as_dict(),
                     "price": card.price if card else None,
                     "price_date": card.date if card else None,
+                    "sold_in": card.sold_in if card else None,
                     "currency": prices.currency,
                 }
             )
@@ -1415,12 +1416,18 @@ def gpus(
             f"{r.tensor_tflops:,.0f}" if r.tensor_tflops else "—",
             f"{r.fp32_tflops:,.1f}" if r.fp32_tflops else "—",
             f"{r.bandwidth_gbs:,.0f} GB/s" if r.bandwidth_gbs else "—",
-            f"{money(card.price, prices.currency)} ({card.date[:7]})" if card else "—",
+            f"{money(card.price, prices.currency)}"
+            + (f" ×{card.sold_in}" if card.sold_in > 1 else "")
+            + f" ({card.date[:7]})"
+            if card
+            else "—",
         )
     console = terminal_console()
     console.print(table)
+    lots = sorted({card.sold_in for r in rows if (card := prices.cards.get(r.name))} - {1})
     console.print(
-        "tensor and fp32: dense TFLOP/s; price: a card's street price from the price catalog",
+        "tensor and fp32: dense TFLOP/s; price: a card's street price from the price catalog"
+        + "".join(f"; ×{n}: sold only {n} at a time" for n in lots),
         style="dim",
     )
 
