@@ -686,3 +686,31 @@ def test_users_at_target_stop_at_the_cap_the_memory_sets() -> None:
         for cap in (None, 0, 1, 2, 16, 64, 10_000):
             got = _largest_users(per_user, 10.0, cap)
             assert got == (free if cap is None else min(free, cap))
+
+
+def test_a_calibration_row_is_the_device_an_estimate_of_its_hardware_sizes() -> None:
+    """Every single-device GPU or unified-memory row whose hardware the catalog knows is fitted
+    as the device the answer sizes for that hardware typed with --assume-gpu: the same kind
+    (an AMD APU ``unified-amd``, not Apple's ``unified``) and the same fast-matmul factor.
+    Strix Halo's rows were fitted at its listed FP32 rate and estimated at twice it, which put
+    its prefill at 2.6x what was measured."""
+    from hwadvisor.advise.names import resolve_gpu
+    from hwadvisor.advise.serving import _assumed_candidate
+
+    data = load_calibration()
+    checked = 0
+    for raw, row in zip(data["speed"], speed_rows(data), strict=True):
+        if raw["kind"] not in ("gpu", "unified") or row.device.count != 1:
+            continue
+        if find_gpu_peak(raw["hardware"], fallback=False) is None:
+            continue
+        resolved = resolve_gpu(raw["hardware"])
+        if resolved.peak.vendor == "apple":
+            continue  # a Mac's memory varies: its speed figures are the chip's either way
+        candidate, _ = _assumed_candidate(resolved, raw["hardware"], 1, "float")
+        assert (row.device.kind, row.device.fast_matmul) == (
+            candidate.speed.kind,
+            candidate.speed.fast_matmul,
+        ), raw["hardware"]
+        checked += 1
+    assert checked >= 100

@@ -30,6 +30,7 @@ from hwadvisor.advise.serve.speed import (
     fast_matmul_factor,
     peak_flops,
     row_kind,
+    unified_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, catalog_by_name, find_gpu_peak
@@ -441,7 +442,7 @@ def _assumed_candidate(
         c.memory = dataclasses.replace(
             c.memory, kind="unified", apu=(row.vendor or "").lower() == "amd"
         )
-        c.speed = dataclasses.replace(c.speed, kind="unified")
+        c.speed = dataclasses.replace(c.speed, kind=unified_kind(row.vendor))
     return c, note
 
 

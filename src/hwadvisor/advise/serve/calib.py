@@ -28,6 +28,7 @@ from hwadvisor.advise.serve.speed import (
     prefill_flops_per_token,
     ratio_spread,
     row_kind,
+    unified_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import find_gpu_peak
@@ -176,9 +177,14 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
     rows = []
     for raw in data.get("speed", []):
         kind = str(raw["kind"])
-        peak = find_gpu_peak(str(raw.get("hardware", ""))) if kind == "gpu" else None
+        peak = (
+            find_gpu_peak(str(raw.get("hardware", "")), fallback=kind == "gpu")
+            if kind in ("gpu", "unified")
+            else None
+        )
         if peak is not None:
-            kind = row_kind(peak)
+            # as an estimate for the same hardware takes it (serving._assumed_candidate)
+            kind = row_kind(peak) if kind == "gpu" else unified_kind(peak.vendor)
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,

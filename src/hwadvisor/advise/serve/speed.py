@@ -66,6 +66,9 @@ HBM_MIN_GBS = 1500.0
 """The bandwidth from which an NVIDIA data-center GPU counts as HBM's (the A100 40 GB's 1,555
 GB/s; the V100's 900 and the GDDR L40S's 864 stay ``gpu``)."""
 INSTINCT_GPU = "gpu-instinct"
+AMD_APU = "unified-amd"
+"""An AMD APU's GPU on its unified memory (Strix Halo): Radeon kernels on Vulkan or ROCm, not
+Apple's Metal; refines ``unified``."""
 """AMD's GCN and CDNA GPUs (gfx9: the Instinct line, GCN's MI50/MI60 to CDNA's MI100-MI355X,
 and Vega/Radeon VII), wave64 where AMD's Radeon cards since RDNA (gfx10-12) are wave32 and
 llama.cpp's HIP kernels are tuned for those: two MI50s decode a 14B Q4_0 at 0.47 and eight
@@ -139,6 +142,12 @@ def engine_kind(family: str, kind: str) -> str:
     """The device kind ``family``'s efficiencies are looked up and fitted under: ``kind``, but
     ``gpu`` for :data:`HBM_GPU` outside :data:`HBM_FAMILIES`."""
     return "gpu" if kind == HBM_GPU and family not in HBM_FAMILIES else kind
+
+
+def unified_kind(vendor: str | None) -> str:
+    """The device kind of a GPU on unified memory: :data:`AMD_APU` for AMD's, else
+    ``unified`` (Apple silicon, NVIDIA's GB10)."""
+    return AMD_APU if (vendor or "").lower() == "amd" else "unified"
 
 
 def row_kind(row: GpuPeak) -> str:
