@@ -691,7 +691,8 @@ def test_users_at_target_stop_at_the_cap_the_memory_sets() -> None:
 def test_a_calibration_row_is_the_device_an_estimate_of_its_hardware_sizes() -> None:
     """Every single-device GPU or unified-memory row whose hardware the catalog knows is fitted
     as the device the answer sizes for that hardware typed with --assume-gpu: the same kind
-    (an AMD APU ``unified-amd``, not Apple's ``unified``) and the same fast-matmul factor.
+    (an AMD APU ``unified-amd``, not Apple's ``unified``) and, for a GGUF engine, the same FP16
+    rate (the figure times the fast-matmul factor).
     Strix Halo's rows were fitted at its listed FP32 rate and estimated at twice it, which put
     its prefill at 2.6x what was measured."""
     from hwadvisor.advise.names import resolve_gpu
@@ -707,10 +708,13 @@ def test_a_calibration_row_is_the_device_an_estimate_of_its_hardware_sizes() -> 
         resolved = resolve_gpu(raw["hardware"])
         if resolved.peak.vendor == "apple":
             continue  # a Mac's memory varies: its speed figures are the chip's either way
-        candidate, _ = _assumed_candidate(resolved, raw["hardware"], 1, "float")
-        assert (row.device.kind, row.device.fast_matmul) == (
-            candidate.speed.kind,
-            candidate.speed.fast_matmul,
-        ), raw["hardware"]
+        family = find_quant(raw["quant"]).family
+        candidate, _ = _assumed_candidate(resolved, raw["hardware"], 1, family)
+        assert row.device.kind == candidate.speed.kind, raw["hardware"]
+        # the FP16 rate a GGUF engine's matmuls reach, as the estimate takes it
+        ours = row.device.flops_s * row.device.fast_matmul
+        theirs = candidate.speed.flops_s * candidate.speed.fast_matmul
+        if raw["engine"] in ("llama.cpp", "ollama"):
+            assert ours == pytest.approx(theirs, rel=0.05), raw["hardware"]
         checked += 1
     assert checked >= 100
