@@ -997,3 +997,21 @@ def test_the_answer_holds_together_over_a_grid(model: str) -> None:
             lots = [n for n in (e.bought_gpus, None if e.rented_stand_in else e.rented_gpus) if n]
             if e.origin == "catalog" and e.scenario_class == 2:
                 assert e.gpus == 1 and (not lots or min(lots) == 1), e.hardware
+
+
+def test_a_scanned_apu_is_sized_as_the_same_chip_assumed() -> None:
+    """A scanned Strix Halo (its GPU named as ROCm names it) takes the APUs' kind, as the same
+    chip typed with --assume-gpu does and as its calibration rows are fitted: not a discrete
+    Radeon's."""
+    from hwadvisor.advise.names import resolve_gpu
+    from hwadvisor.advise.serving import _assumed_candidate, machine_options
+    from hwadvisor.model.profile import Profile
+
+    doc = json.loads((FIXTURES.parent / "validation" / "h200-2026-11-27.json").read_text())
+    gpu = doc["gpus"][0]
+    gpu["name"]["value"], gpu["vendor"] = "AMD Radeon 8060S Graphics", "amd"
+    gpu["vram_total_bytes"]["value"] = 96 * 2**30
+    here = machine_options(Profile.model_validate(doc))[0]
+    chip, _ = _assumed_candidate(resolve_gpu("8060S 128GB"), "8060S 128GB", 1, "gguf-k")
+    assert here.speed.kind == chip.speed.kind == "unified-amd"
+    assert here.speed.fast_matmul == chip.speed.fast_matmul == pytest.approx(2.0)

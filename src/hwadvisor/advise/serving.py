@@ -295,6 +295,15 @@ def gpu_figures(
     return bandwidth, flops, note
 
 
+def _speed_kind(row: GpuPeak | None) -> str:
+    """The device kind a GPU's speed is looked up under: an APU's GPU on its unified memory as
+    the same chip typed with --assume-gpu is (and its calibration rows are fitted), a discrete
+    GPU by :func:`row_kind`."""
+    if row is None:
+        return "gpu"
+    return unified_kind(row.vendor) if row.unified_memory else row_kind(row)
+
+
 def _apple(profile: Profile) -> bool:
     return (profile.platform.os.value or "").lower() in ("darwin", "macos")
 
@@ -351,7 +360,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     speed=DeviceSpeed(
                         bandwidth_bytes_s=bandwidth,
                         flops_s=flops,
-                        kind=row_kind(row) if row else "gpu",
+                        kind=_speed_kind(row),
                         count=n,
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,
