@@ -29,8 +29,7 @@ from hwadvisor.advise.serve.speed import (
     estimate_speed,
     fast_matmul_factor,
     peak_flops,
-    row_kind,
-    unified_kind,
+    peak_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import GpuPeak, catalog_by_name, find_gpu_peak
@@ -295,15 +294,6 @@ def gpu_figures(
     return bandwidth, flops, note
 
 
-def _speed_kind(row: GpuPeak | None) -> str:
-    """The device kind a GPU's speed is looked up under: an APU's GPU on its unified memory as
-    the same chip typed with --assume-gpu is (and its calibration rows are fitted), a discrete
-    GPU by :func:`row_kind`."""
-    if row is None:
-        return "gpu"
-    return unified_kind(row.vendor) if row.unified_memory else row_kind(row)
-
-
 def _apple(profile: Profile) -> bool:
     return (profile.platform.os.value or "").lower() in ("darwin", "macos")
 
@@ -360,7 +350,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                     speed=DeviceSpeed(
                         bandwidth_bytes_s=bandwidth,
                         flops_s=flops,
-                        kind=_speed_kind(row),
+                        kind=peak_kind(row) if row else "gpu",
                         count=n,
                         link_bytes_s=(row.gpu_link_gbs * 1e9) if row and row.gpu_link_gbs else None,
                         measured=measured,
@@ -451,7 +441,6 @@ def _assumed_candidate(
         c.memory = dataclasses.replace(
             c.memory, kind="unified", apu=(row.vendor or "").lower() == "amd"
         )
-        c.speed = dataclasses.replace(c.speed, kind=unified_kind(row.vendor))
     return c, note
 
 

@@ -77,7 +77,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         buy = (
             f"{_money(r.purchase_cost, a.currency)} to buy"
             + (
-                f" {r.bought_gpus} with a computer to hold them"
+                f" {_buys_more(r)} with a computer to hold them"
                 if _buys_more(r)
                 else " with a computer to hold it"
                 if r.gpus and not r.bought_whole
@@ -202,25 +202,33 @@ def _rent(a: InferenceAdvice, e: InferenceEstimate) -> str:
     more than the option ("$48.00/h for 8": not one MI300X's price)."""
     if e.hourly_cost is None:
         return "-"
-    price = f"{_money(e.hourly_cost, a.currency)}/h"
-    return f"{price} for {e.rented_gpus}" if _rents_more(e) else price
-
-
-def _rents_more(e: InferenceEstimate) -> bool:
-    """The option's rental holds more GPUs than the option (its price is that instance's)."""
-    return bool(e.hourly_cost is not None and e.rented_gpus and e.gpus and e.rented_gpus > e.gpus)
+    return f"{_money(e.hourly_cost, a.currency)}/h" + _for(_rents_more(e))
 
 
 def _buy(a: InferenceAdvice, e: InferenceEstimate) -> str:
     """The purchase price, with the GPUs it buys where the GPU is sold only so many at a time
     ("$130,000 for 8")."""
-    price = _money(e.purchase_cost, a.currency)
-    return f"{price} for {e.bought_gpus}" if _buys_more(e) else price
+    return _money(e.purchase_cost, a.currency) + _for(_buys_more(e))
 
 
-def _buys_more(e: InferenceEstimate) -> bool:
-    """The option's purchase buys more GPUs than the option (a module sold on its baseboard)."""
-    return bool(e.purchase_cost is not None and e.bought_gpus and e.gpus and e.bought_gpus > e.gpus)
+def _for(lot: int | None) -> str:
+    return f" for {lot}" if lot else ""
+
+
+def _rents_more(e: InferenceEstimate) -> int | None:
+    """The GPUs the option's rental holds, where more than the option (its price is that
+    instance's)."""
+    return _larger(e.hourly_cost, e.rented_gpus, e.gpus)
+
+
+def _buys_more(e: InferenceEstimate) -> int | None:
+    """The GPUs the option's purchase buys, where more than the option (a module sold on its
+    baseboard)."""
+    return _larger(e.purchase_cost, e.bought_gpus, e.gpus)
+
+
+def _larger(price: float | None, lot: int | None, gpus: int) -> int | None:
+    return lot if price is not None and lot and gpus and lot > gpus else None
 
 
 def footnote(a: InferenceAdvice) -> str:
@@ -232,11 +240,11 @@ def footnote(a: InferenceAdvice) -> str:
     larger = []
     for e in shown_options(a):
         buys, rents = _buys_more(e), _rents_more(e)
-        if buys and rents and e.bought_gpus == e.rented_gpus:
-            larger.append(f"{e.hardware} is sold and rented only {e.rented_gpus} at a time")
+        if buys and buys == rents:
+            larger.append(f"{e.hardware} is sold and rented only {buys} at a time")
         else:
-            larger += [f"{e.hardware} is sold only {e.bought_gpus} at a time"] if buys else []
-            larger += [f"{e.hardware} is rented only {e.rented_gpus} at a time"] if rents else []
+            larger += [f"{e.hardware} is sold only {buys} at a time"] if buys else []
+            larger += [f"{e.hardware} is rented only {rents} at a time"] if rents else []
     whole = (
         f" {'; '.join(larger)}: the prices and cost per token shown are for all of them."
         if larger

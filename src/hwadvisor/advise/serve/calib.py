@@ -25,10 +25,9 @@ from hwadvisor.advise.serve.speed import (
     engine_kind,
     estimate_speed,
     fast_matmul_factor,
+    peak_kind,
     prefill_flops_per_token,
     ratio_spread,
-    row_kind,
-    unified_kind,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
 from hwadvisor.catalog.peaks import find_gpu_peak
@@ -183,8 +182,7 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
             else None
         )
         if peak is not None:
-            # as an estimate for the same hardware takes it (serving._assumed_candidate)
-            kind = row_kind(peak) if kind == "gpu" else unified_kind(peak.vendor)
+            kind = peak_kind(peak)  # as an estimate for the same hardware takes it
         device = DeviceSpeed(
             bandwidth_bytes_s=float(raw["bandwidth_gb_s"]) * 1e9,
             flops_s=float(raw["tflops"]) * 1e12,

@@ -66,14 +66,14 @@ HBM_MIN_GBS = 1500.0
 """The bandwidth from which an NVIDIA data-center GPU counts as HBM's (the A100 40 GB's 1,555
 GB/s; the V100's 900 and the GDDR L40S's 864 stay ``gpu``)."""
 INSTINCT_GPU = "gpu-instinct"
-AMD_APU = "unified-amd"
-"""An AMD APU's GPU on its unified memory (Strix Halo): Radeon kernels on Vulkan or ROCm, not
-Apple's Metal; refines ``unified``."""
 """AMD's GCN and CDNA GPUs (gfx9: the Instinct line, GCN's MI50/MI60 to CDNA's MI100-MI355X,
 and Vega/Radeon VII), wave64 where AMD's Radeon cards since RDNA (gfx10-12) are wave32 and
 llama.cpp's HIP kernels are tuned for those: two MI50s decode a 14B Q4_0 at 0.47 and eight
 MI300X a 70B Q4_K_M at 0.44 of what the GPU rule gives. Its own level under ``gpu``, as Pascal
 is."""
+AMD_APU = "unified-amd"
+"""An AMD APU's GPU on its unified memory (Strix Halo): Radeon kernels on Vulkan or ROCm, not
+Apple's Metal; refines ``unified``."""
 INTEL_ALCHEMIST_GPU = "gpu-intel-alchemist"
 """Intel's first Arc generation (Xe-HPG, "Alchemist": A770, A750, A380, the A-series laptops,
 Flex 170): llama.cpp decodes a 7B there at about a fifth of the bandwidth (A770 30 tok/s, A770M
@@ -108,7 +108,7 @@ def catalog_devices(
     speed = DeviceSpeed(
         bandwidth_bytes_s=row.bandwidth_gbs * 1e9,
         flops_s=flops,
-        kind=row_kind(row),
+        kind=peak_kind(row),
         count=count,
         link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
         measured=False,
@@ -148,6 +148,15 @@ def unified_kind(vendor: str | None) -> str:
     """The device kind of a GPU on unified memory: :data:`AMD_APU` for AMD's, else
     ``unified`` (Apple silicon, NVIDIA's GB10)."""
     return AMD_APU if (vendor or "").lower() == "amd" else "unified"
+
+
+def peak_kind(row: GpuPeak) -> str:
+    """The device kind a catalog GPU is sized and fitted under, wherever it comes from (a
+    scan, --assume-gpu, a catalog option, a calibration row): a GPU on unified memory (Apple
+    silicon, an APU) by :func:`unified_kind`, a discrete one by :func:`row_kind`."""
+    if row.unified_memory or (row.vendor or "").lower() == "apple":
+        return unified_kind(row.vendor)
+    return row_kind(row)
 
 
 def row_kind(row: GpuPeak) -> str:
