@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from hwadvisor.advise.serving import PRESETS, ServeRequest, serve_advice
+from hwadvisor.advise.serving import (
+    PRESETS,
+    ServeRequest,
+    build_request,
+    model_geometry,
+    serve_advice,
+)
 from hwadvisor.cli import main
 from hwadvisor.model.load import load_profile
 
@@ -1015,3 +1021,33 @@ def test_a_scanned_apu_is_sized_as_the_same_chip_assumed() -> None:
     chip, _ = _assumed_candidate(resolve_gpu("8060S 128GB"), "8060S 128GB", 1, "gguf-k")
     assert here.speed.kind == chip.speed.kind == "unified-amd"
     assert here.speed.fast_matmul == chip.speed.fast_matmul == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen2.5-14b", "gemma-3-12b", "mistral-7b"])
+@pytest.mark.parametrize("gpu", ["RTX 3060", "RTX 4090", "A100 80GB", "H100"])
+def test_vllm_is_told_its_max_model_len_where_the_window_does_not_fit(model: str, gpu: str) -> None:
+    """vLLM starts at the model's whole window unless --max-model-len is given, and refuses
+    to start where one sequence that long does not fit: with no --context, the answer says so
+    exactly where the window does not fit on the GPU in question and the context sized does
+    (where neither fits, the suggestions speak), naming that context; the most it says fits
+    does fit."""
+    asked = dict(engine="vllm", quant="fp8", assume_gpu=(gpu,))
+    advice = serve_advice(None, build_request(model, **asked))
+    notes = [c for c in advice.caveats if "--max-model-len" in c]
+    window = model_geometry(model)[0].max_context or 0
+    assert window > advice.context  # each of these models' windows is longer than 8k
+    whole = serve_advice(None, build_request(model, context=window, **asked))
+    at_window = next(e for e in whole.estimates if e.origin == "assumed")
+    sized = next(e for e in advice.estimates if e.origin == "assumed")
+    assert bool(notes) == (sized.fits_memory and not at_window.fits_memory)
+    if notes:
+        assert f"{window:,}-token window" in notes[0]
+        assert f"--max-model-len {advice.context}" in notes[0]
+        most = at_window.memory.max_context_that_fits or 0
+        assert f"{most:,} tokens at most" in notes[0] and advice.context <= most < window
+        held = serve_advice(None, build_request(model, context=most, **asked))
+        assert next(e for e in held.estimates if e.origin == "assumed").fits_memory
+    given = serve_advice(None, build_request(model, context=advice.context, **asked))
+    assert not any("--max-model-len" in c for c in given.caveats)  # the user chose a context
+    llama = serve_advice(None, build_request(model, assume_gpu=(gpu,)))
+    assert not any("--max-model-len" in c for c in llama.caveats)  # llama.cpp's -c is 4k-8k

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from hwadvisor.advise.names import ResolvedGpu, resolve_gpu, split_count, varying_memory
 from hwadvisor.advise.pricing import Costs, Prices, builtin_prices, option_costs
-from hwadvisor.advise.serve.memory import DeviceMemory, ServeMemory, plan_serve_memory
+from hwadvisor.advise.serve.memory import (
+    DeviceMemory,
+    ServeMemory,
+    max_context,
+    plan_serve_memory,
+)
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import (
     MAX_USERS,
@@ -671,6 +676,32 @@ def with_context(request: ServeRequest, geom: LlmGeometry) -> ServeRequest:
     return dataclasses.replace(request, context=min(DEFAULT_CONTEXT, window))
 
 
+def _engine_default_note(
+    geom: LlmGeometry, quant: Any, request: ServeRequest, hardware: list[_Candidate]
+) -> str | None:
+    """Where no --context was given and vLLM would start at the model's whole window (its
+    ``--max-model-len`` defaults to it) but the first machine in question (this one, or the
+    GPU assumed) does not hold one sequence that long, though it holds the context sized:
+    vLLM then refuses to start ("the model's max seq len is larger than the maximum number of
+    tokens that can be stored in KV cache"), so the answer says which ``--max-model-len`` to
+    start it with."""
+    window = geom.max_context
+    if request.engine != "vllm" or not window or window <= _context(request):
+        return None
+    for c in hardware:
+        longest = max_context(geom, quant, 1, request.engine, request.kv_cache, c.memory, window)
+        if _context(request) <= longest < window:
+            return (
+                f"vllm serve without --max-model-len takes {geom.name}'s whole "
+                f"{window:,}-token window, which {c.hardware} does not hold ({longest:,} "
+                f"tokens at most): start it with --max-model-len {_context(request)}, the "
+                "context sized here"
+            )
+        if longest < window:
+            return None  # the context sized does not fit either: the suggestions say so
+    return None
+
+
 def reply_depth(request: ServeRequest) -> int:
     """The KV depth decode is timed at: a reply's middle (its prompt and half the reply),
     as the serving benchmarks the model is fitted to count it, never past the context."""
@@ -727,6 +758,7 @@ def serve_advice(
     assumed and catalog hardware only); ``checked`` is what :func:`check_request` already
     returned for it (a model file is read once)."""
     geom, quant = checked if checked is not None else check_request(request)
+    context_given = request.context is not None
     request = with_context(request, geom)
     prices = prices or builtin_prices()
     family = getattr(quant, "family", "float")
@@ -833,6 +865,8 @@ def serve_advice(
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"
         )
     caveats = list(notes)
+    if not context_given and (default := _engine_default_note(geom, quant, request, candidates)):
+        caveats.append(default)
     if geom.max_context and _context(request) > geom.max_context:
         caveats.append(
             f"{geom.name} was trained on a {geom.max_context:,}-token window: "
