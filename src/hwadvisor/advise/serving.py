@@ -33,6 +33,7 @@ from hwadvisor.advise.serve.speed import (
     catalog_devices,
     estimate_speed,
     fast_matmul_factor,
+    int8_dot_factor,
     peak_flops,
     peak_kind,
 )
@@ -361,6 +362,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                         measured=measured,
                         note=note,
                         fast_matmul=fast_matmul_factor(row),
+                        int8_dot=int8_dot_factor(row),
                     ),
                     price_gpu=row.name if row else None,
                     vendor=(row.vendor or None) if row else None,

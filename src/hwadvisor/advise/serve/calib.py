@@ -25,8 +25,10 @@ from hwadvisor.advise.serve.speed import (
     engine_kind,
     estimate_speed,
     fast_matmul_factor,
+    int8_dot_factor,
     peak_kind,
     prefill_flops_per_token,
+    prefill_kind,
     ratio_spread,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
@@ -190,6 +192,7 @@ def speed_rows(data: dict[str, Any]) -> list[SpeedRow]:
             count=int(raw.get("count", 1)),
             measured=False,
             fast_matmul=fast_matmul_factor(peak),
+            int8_dot=int8_dot_factor(peak),
         )
         rows.append(
             SpeedRow(
@@ -527,6 +530,8 @@ def _tables(
             moe_rows.append((row, r))
             continue
         f, q, k = row.key()
+        if phase == "prefill":
+            k = prefill_kind(f, k, row.device, find_quant(row.quant))
         by_f[f].append(math.log(r))
         by_fq[(f, q)].append(math.log(r))
         by_fk[(f, k)].append(math.log(r))
@@ -544,6 +549,8 @@ def _tables(
     moe_logs: dict[str, list[float]] = defaultdict(list)
     for row, r in moe_rows:
         f, q, k = row.key()
+        if phase == "prefill":
+            k = prefill_kind(f, k, row.device, find_quant(row.quant))
         moe_logs[f].append(math.log(r / base.efficiency(phase, f, q, k)))
     # each family's MoE factor from its own MoE runs; ``*``, from every family's, for an engine
     # with none (MLX's factor was 1 until an M1 Ultra's MoE runs came at 0.4-0.7 of it)

@@ -113,6 +113,7 @@ def catalog_devices(
         link_bytes_s=row.gpu_link_gbs * 1e9 if row.gpu_link_gbs else None,
         measured=False,
         fast_matmul=fast,
+        int8_dot=int8_dot_factor(row),
     )
     memory = DeviceMemory(
         # a maker's "GB" of GPU memory is binary, as the training answer reads it
@@ -229,6 +230,43 @@ def fast_matmul_factor(row: GpuPeak | None) -> float:
     return 1.0
 
 
+def int8_dot_factor(row: GpuPeak | None) -> float | None:
+    """How many times its catalog figure (FP32: FP16 runs at 1/64) an NVIDIA GPU of compute
+    capability 6.1 to 6.x (Pascal's GeForce 10, Tesla P4/P40, Quadro P) runs llama.cpp's
+    quantized matmuls: with DP4A, four 8-bit products a lane a clock, where the FP32 figure
+    counts one fused multiply-add; a P40's 7B Q4_0 prompt ran at 12 TFLOPS of work on an
+    11.8 TFLOPS FP32 part. None elsewhere (tensor cores and fast FP16 are ``fast_matmul``;
+    a P100, compute capability 6.0, has no DP4A)."""
+    if row is None or (row.vendor or "").lower() != "nvidia":
+        return None
+    try:
+        capability = float(row.target or 0)
+    except ValueError:
+        return None
+    return 4.0 if 6.1 <= capability < 7.0 else None
+
+
+def quantized_gguf(quant: Quant) -> bool:
+    """Weights llama.cpp multiplies as integers (its MMQ kernels): every GGUF type but the
+    16- and 32-bit floats."""
+    return quant.family.startswith("gguf") or quant.name == "MXFP4"
+
+
+def prefill_kind(family: str, kind: str, device: DeviceSpeed, quant: Quant) -> str:
+    """The device kind a prompt's efficiency is fitted and looked up under: ``kind``, but
+    ``gpu`` for an NVIDIA GPU before Volta where llama.cpp's integer kernels do not run on
+    DP4A (16-bit weights; a P100 or a Maxwell card, which have none): those go through
+    cuBLAS at the FP16 or FP32 rate as on other GPUs, and the kind's prompt rows (a P40's
+    quantized runs) measure the integer kernels' pace."""
+    if (
+        family == "llama.cpp"
+        and kind == LEGACY_GPU
+        and not (device.int8_dot is not None and quantized_gguf(quant))
+    ):
+        return "gpu"
+    return kind
+
+
 def engine_family(engine: str) -> str:
     """The rule family of an engine: ``llama.cpp`` (with Ollama), ``vllm`` (the batching
     servers: SGLang, TensorRT-LLM), ``mlx``, ``torch`` (transformers)."""
@@ -259,6 +297,9 @@ class DeviceSpeed:
     fast_matmul: float = 1.0
     """GGUF engines' prefill runs at ``flops_s`` times it: :func:`fast_matmul_factor` of the
     GPU, over FP16's figure where ``flops_s`` is FP8's (an FP8 or FP4 format)."""
+    int8_dot: float | None = None
+    """Where set, GGUF engines' quantized matmuls (not F16/BF16 weights) run at ``flops_s``
+    times it instead: :func:`int8_dot_factor` of the GPU."""
 
 
 @dataclass(frozen=True)
@@ -481,7 +522,9 @@ def estimate_speed(
     family = engine_family(engine)
     kind = engine_kind(family, device.kind)
     eff_d = rules.efficiency("decode", family, quant.family, kind)
-    eff_p = rules.efficiency("prefill", family, quant.family, kind)
+    eff_p = rules.efficiency(
+        "prefill", family, quant.family, prefill_kind(family, kind, device, quant)
+    )
     moe_prefill = rules.moe_prefill.get(family, 1.0) if geom.moe else 1.0
     if geom.moe:
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
@@ -510,7 +553,12 @@ def estimate_speed(
     # turn (llama.cpp's default --split-mode layer: 8 GPUs decode no faster than one).
     scale = device_scale(device, family)
     bandwidth = device.bandwidth_bytes_s * scale * eff_d
-    peak = device.flops_s * (device.fast_matmul if family == "llama.cpp" else 1.0)
+    matmul = 1.0
+    if family == "llama.cpp":
+        matmul = device.fast_matmul
+        if device.int8_dot is not None and quantized_gguf(quant):
+            matmul = device.int8_dot
+    peak = device.flops_s * matmul
     flops = peak * scale * eff_p
     # The most FLOP/s the family's prefill was ever measured doing bounds what one device is
     # estimated to do (a data-center GPU's tensor peak is not what llama.cpp's kernels reach).
@@ -594,8 +642,12 @@ def estimate_speed(
         )
         + f" and {peak / 1e12:.1f} TFLOPS"
         + (
-            f" ({device.flops_s / 1e12:.1f} listed x {peak / device.flops_s:.0f}: the FP16 "
-            "rate GGUF kernels reach on it)"
+            f" ({device.flops_s / 1e12:.1f} listed x {peak / device.flops_s:.0f}: "
+            + (
+                "the INT8 dot-product (DP4A) rate GGUF's integer kernels reach on it)"
+                if matmul == device.int8_dot
+                else "the FP16 rate GGUF kernels reach on it)"
+            )
             if peak != device.flops_s
             else ""
         )
