@@ -71,6 +71,13 @@ def render() -> str:
     for key, (fixed, per_layer) in rules.host_s.items():
         lines.append(f'"{key}" = [{fixed}, {per_layer}]')
     lines.append("")
+    lines.append("[eager_linear_s]")
+    lines.append(
+        "# eager engines: the time a dequantized Linear adds to a forward pass, per format"
+    )
+    for key, value in rules.eager_linear_s.items():
+        lines.append(f'"{key}" = {value}')
+    lines.append("")
     lines.append("[per_sequence_s]")
     lines.append("# a batched step's time per sequence beyond the first, per family")
     for key, value in rules.per_sequence_s.items():

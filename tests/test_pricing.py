@@ -214,3 +214,28 @@ def test_a_lot_of_none_is_refused_with_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         load_prices(own)
     assert "sold_in" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "memory_bandwidth_gbs = 83.2\ncpu_tflops = 0.8\n",  # no memory_gb
+        "memory_gb = 32\nmemory_bandwidth_gbs = 83.2\n",  # no cpu_tflops
+        'gpu = "L4"\ngpus = 1\nmemory_gb = 32\nmemory_bandwidth_gbs = 83.2\ncpu_tflops = 0.8\n',
+    ],
+)
+def test_a_cpu_system_without_all_its_figures_is_refused_with_one_line(
+    tmp_path: Path, body: str
+) -> None:
+    from hwadvisor.advise.pricing import load_prices
+    from hwadvisor.errors import InputError
+
+    own = tmp_path / "prices.toml"
+    own.write_text(
+        f'[[system]]\nname = "box"\ncores = 8\nprice = 900.0\n{body}source = "s"\n'
+        'date = "2026-11-01"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as err:
+        load_prices(own)
+    assert "cpu_tflops" in str(err.value) and "\n" not in str(err.value)

@@ -546,8 +546,8 @@ def test_no_option_is_sized_on_hardware_its_engine_does_not_run_on(engine: str) 
         assert answer.this_machine_note and "Apple silicon only" in answer.this_machine_note
         assert all(e.bought_whole and e.hardware.startswith("Mac") for e in catalog)
     for e in catalog:
-        if e.bought_whole:  # a Mac from the price catalog
-            maker = "apple"
+        if e.bought_whole:  # a Mac, or the computer without a GPU, from the price catalog
+            maker = "apple" if e.gpus else "cpu"
         else:
             peak = find_gpu_peak(e.hardware.split("× ")[-1].split(" machines of ")[-1])
             assert peak is not None, e.hardware
@@ -576,7 +576,9 @@ def test_a_mac_is_never_rented_as_a_cloud_gpu() -> None:
     for engine, quant in (("mlx", "4bit"), ("llama.cpp", None)):
         answer = serve_advice(None, build_request("llama-3.1-70b", engine=engine, quant=quant,
                                                   assume_gpu=("Apple M4 Max 64GB",)))  # fmt: skip
-        macs = [e for e in answer.estimates if "unified" in e.hardware or e.bought_whole]
+        macs = [
+            e for e in answer.estimates if "unified" in e.hardware or (e.bought_whole and e.gpus)
+        ]
         assert len(macs) == 4  # the assumed chip and the three Macs of the price catalog
         assert all(e.hourly_cost is None and not e.rented_stand_in for e in macs)
     # a GPU no cloud rents is still stood in for (llama.cpp: the Intel Arc B580 by an RTX)
@@ -611,7 +613,7 @@ def test_macs_from_the_price_catalog_are_options_bought_whole() -> None:
     from hwadvisor.present.serve import verdict_lines
 
     answer = serve_advice(None, build_request("llama-3.1-70b"))
-    macs = {e.hardware: e for e in answer.estimates if e.bought_whole}
+    macs = {e.hardware: e for e in answer.estimates if e.bought_whole and e.gpus}
     studio = macs["Mac Studio (M3 Ultra, 96 GB)"]
     assert studio.fits_memory and studio.purchase_cost == 3999.0
     assert not macs["Mac mini (M4, 16 GB)"].fits_memory
@@ -624,7 +626,7 @@ def test_macs_from_the_price_catalog_are_options_bought_whole() -> None:
     assert mini.fits_memory and mini.meets_target and mini.purchase_cost == 599.0
     # vLLM does not run on Apple silicon: no Mac is an option
     vllm = serve_advice(None, build_request("llama3-70b-serve"))
-    assert not any(e.bought_whole for e in vllm.estimates)
+    assert not any(e.bought_whole and e.gpus for e in vllm.estimates)
 
 
 def test_advise_serve_uses_the_users_electricity_price(capsys: pytest.CaptureFixture[str]) -> None:
@@ -1051,3 +1053,86 @@ def test_vllm_is_told_its_max_model_len_where_the_window_does_not_fit(model: str
     assert not any("--max-model-len" in c for c in given.caveats)  # the user chose a context
     llama = serve_advice(None, build_request(model, assume_gpu=(gpu,)))
     assert not any("--max-model-len" in c for c in llama.caveats)  # llama.cpp's -c is 4k-8k
+
+
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit",
+        "unsloth/Llama-3.1-8B-Instruct-unsloth-bnb-4bit",
+        "unsloth/llama-3.1-8b-instruct-bnb-4bit",
+        "someone/Llama-3.1-8B-Instruct-nf4",
+    ],
+)
+def test_a_bitsandbytes_4bit_repository_is_sized_in_its_format(repo: str) -> None:
+    """bitsandbytes' 4-bit checkpoints (unsloth's "-bnb-4bit" repositories) are NF4 with
+    double quantization: 4.127 bits a weight, the embedding and head at 16 bits, run by
+    transformers (or vLLM), never sized on Apple silicon, which bitsandbytes has no kernels
+    for. unsloth's Meta-Llama-3.1-8B-Instruct-bnb-4bit stores 5.70 GB."""
+    advice = serve_advice(None, build_request(repo, assume_gpu=("RTX 4090",)))
+    assert advice.model == "llama-3.1-8b" and advice.quant == "bnb-4bit"
+    assert advice.engine == "transformers"
+    assumed = next(e for e in advice.estimates if e.origin == "assumed")
+    assert assumed.memory.weights_bytes == pytest.approx(5.70e9, rel=0.03)
+    assert not any("Mac" in e.hardware or "Apple" in e.hardware for e in advice.estimates)
+    vllm = serve_advice(None, build_request(repo, engine="vllm", assume_gpu=("RTX 4090",)))
+    assert vllm.quant == "bnb-4bit"
+
+
+def test_bitsandbytes_is_refused_on_apple_silicon_and_by_gguf_engines(capsys: Any) -> None:
+    repo = "unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit"
+    assert main(["advise", "--serve", repo, "--assume-gpu", "M4 Max"]) == 2
+    err = capsys.readouterr().err
+    assert "bitsandbytes' 4-bit runs on" in err and "Traceback" not in err
+    assert [line for line in err.splitlines() if "error" in line] == [
+        line for line in err.splitlines() if line.startswith("hwadvisor: error: --assume-gpu")
+    ]
+    for engine in ("llama.cpp", "ollama"):
+        assert main(["advise", "--serve", repo, "--engine", engine]) == 2
+        assert "not a format" in capsys.readouterr().err
+    for typed in ("nf4", "bitsandbytes", "BNB-4bit"):
+        assert build_request("llama-3.1-8b", quant=typed).quant == typed  # taken as typed
+        a = serve_advice(None, build_request("llama-3.1-8b", quant=typed, engine="vllm",
+                                             assume_gpu=("RTX 3060",)))  # fmt: skip
+        assert a.quant == "bnb-4bit"
+
+
+CPU_OPTION = "desktop PC without a GPU (6-core Zen 4, 32 GB DDR5, 2 TB NVMe)"
+
+
+@pytest.mark.parametrize(
+    "model", ["llama-3.2-1b", "qwen2.5-1.5b", "llama-3.2-3b", "llama-3.1-8b", "qwen3-30b-a3b"]
+)
+@pytest.mark.parametrize("target", [3.0, 10.0, 30.0])
+def test_a_cpu_is_enough_exactly_where_the_catalogs_computer_without_a_gpu_serves_it(
+    model: str, target: float
+) -> None:
+    """The price catalog's computer without a GPU is the CPU option (class 1): sized at its
+    memory's bandwidth and its cores' FLOPs under the CPU kind, bought whole and never rented
+    (a cloud's vCPUs are a share of a server's memory channels). The answer reads "a CPU is
+    enough", and recommends it, exactly where it serves the request."""
+    advice = serve_advice(None, build_request(model, target_tok_s=target, assume_gpu=("RTX 3060",)))
+    cpu = next(e for e in advice.estimates if e.hardware == CPU_OPTION)
+    assert cpu.scenario_class == 1 and cpu.gpus == 0 and cpu.bought_whole
+    assert cpu.purchase_cost == 623.0 and cpu.hourly_cost is None and cpu.rent_as is None
+    assert "memory" in cpu.basis or "bandwidth" in cpu.basis
+    assert (advice.scenario_class == 1) == cpu.meets_target
+    if cpu.meets_target:
+        assert advice.recommendation is not None
+        assert advice.recommendation.hardware == CPU_OPTION
+    elif advice.recommendation is not None:
+        assert advice.recommendation.scenario_class >= 2
+
+
+def test_the_cpu_option_reads_like_a_desktop_and_is_left_out_where_the_engine_needs_a_gpu() -> None:
+    small = serve_advice(None, build_request("llama-3.2-1b", assume_gpu=("RTX 3060",)))
+    assert small.scenario_class == 1  # a 1B at 4 bits: any desktop's memory reads it fast enough
+    cpu = next(e for e in small.estimates if e.hardware == CPU_OPTION)
+    assert 15 < (cpu.decode_tok_s or 0) < 45  # 83 GB/s at the CPU kind's share, 0.8 GB a token
+    eight = serve_advice(None, build_request("llama-3.1-8b", assume_gpu=("RTX 3060",)))
+    assert eight.scenario_class == 2  # an 8B at 10 tok/s wants a GPU
+    big = serve_advice(None, build_request("llama-3.1-70b", target_tok_s=1.0))
+    assert not next(e for e in big.estimates if e.hardware == CPU_OPTION).fits_memory
+    for engine, quant in (("mlx", "4bit"), ("tensorrt-llm", "fp8")):
+        other = serve_advice(None, build_request("llama-3.2-1b", engine=engine, quant=quant))
+        assert not any(e.hardware == CPU_OPTION for e in other.estimates)

@@ -89,7 +89,12 @@ class _System(_Sourced):
     gpus: int = 0
     cores: OptPositiveWhole = None
     memory_gb: OptPositive = None
-    """A Mac's unified memory (its GPU's memory)."""
+    """A Mac's unified memory (its GPU's memory); a computer without a GPU's RAM."""
+    memory_bandwidth_gbs: OptPositive = None
+    """A computer without a GPU: its memory's peak bandwidth (channels x MT/s x 8 bytes)."""
+    cpu_tflops: OptPositive = None
+    """A computer without a GPU: its cores' FP32 peak. With ``memory_gb`` and
+    ``memory_bandwidth_gbs``, serving advice sizes it as the CPU option (class 1)."""
     price: Positive
     watts: OptPositive = None
     what: Text = "list price"
@@ -98,6 +103,17 @@ class _System(_Sourced):
     def _known(self) -> _System:
         if self.gpu is not None:
             _check_gpu(self.gpu)
+        cpu_figures = (self.memory_bandwidth_gbs, self.cpu_tflops)
+        if any(v is not None for v in cpu_figures):
+            if self.gpu is not None:
+                raise ValueError(
+                    "memory_bandwidth_gbs and cpu_tflops are a CPU system's, not a GPU's"
+                )
+            if self.memory_gb is None or None in cpu_figures:
+                raise ValueError(
+                    "a CPU system sized for serving needs memory_gb, memory_bandwidth_gbs and "
+                    "cpu_tflops together"
+                )
         return self
 
 
@@ -184,6 +200,9 @@ class Row:
     vcpus: int | None = None
     provider: str | None = None
     memory_gb: float | None = None
+    memory_bandwidth_gbs: float | None = None
+    """A CPU system's memory bandwidth (GB/s) and, below, its cores' FP32 TFLOPS."""
+    cpu_tflops: float | None = None
     sold_in: int = 1
     """A card's: the fewest sold together (``price`` is one GPU's)."""
 
@@ -288,6 +307,7 @@ def _book(layers: list[tuple[dict[str, Any], str]]) -> Prices:
             systems[s["name"]] = Row(
                 s["name"], s["price"], s["watts"], s["what"], s["source"], s["date"], s["gpu"],
                 s["gpus"], s["cores"], memory_gb=s["memory_gb"],
+                memory_bandwidth_gbs=s["memory_bandwidth_gbs"], cpu_tflops=s["cpu_tflops"],
             )  # fmt: skip
         for h in data["host"]:
             hosts[h["gpus"]] = Row(

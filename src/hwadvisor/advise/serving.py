@@ -199,9 +199,19 @@ def engine_runs_on(engine: str, vendor: str | None) -> bool:
 FP8_MIN_CAPABILITY = {"tensorrt-llm": 8.9}
 
 
-def format_runs_on(engine: str, quant_family: str, target: str | None) -> bool:
+#: Formats whose kernels run on some makers' hardware only: bitsandbytes' 4-bit has CUDA,
+#: ROCm, Intel (XPU) and CPU kernels, none for Apple's Metal.
+FORMAT_HARDWARE = {"nf4": ("nvidia", "amd", "intel", "cpu")}
+
+
+def format_runs_on(
+    engine: str, quant_family: str, target: str | None, vendor: str | None = None
+) -> bool:
     """Whether ``engine`` runs a ``quant_family`` format on a GPU of compute capability
-    ``target`` (unknown: yes)."""
+    ``target`` made by ``vendor`` (unknown: yes)."""
+    makers = FORMAT_HARDWARE.get(quant_family)
+    if makers is not None and vendor is not None and vendor.lower() not in makers:
+        return False
     need = FP8_MIN_CAPABILITY.get(engine) if quant_family == "fp8" else None
     if need is None or not target:
         return True
@@ -211,7 +221,12 @@ def format_runs_on(engine: str, quant_family: str, target: str | None) -> bool:
         return True
 
 
-def _fp8_words(engine: str) -> str:
+def format_words(engine: str, quant_family: str) -> str:
+    """What a format needs, in words: ``"tensorrt-llm runs FP8 on GPUs of compute capability
+    8.9 on only"``."""
+    if quant_family in FORMAT_HARDWARE:
+        what = [_MAKERS[m] for m in FORMAT_HARDWARE[quant_family]]
+        return f"bitsandbytes' 4-bit runs on {', '.join(what[:-1])} and {what[-1]} only"
     return f"{engine} runs FP8 on GPUs of compute capability {FP8_MIN_CAPABILITY[engine]:g} on only"
 
 
@@ -221,7 +236,9 @@ def _stand_in_ok(engine: str, quant_family: str, gpu: str) -> bool:
     peak = find_gpu_peak(gpu)
     if peak is None:
         return False
-    return engine_runs_on(engine, peak.vendor) and format_runs_on(engine, quant_family, peak.target)
+    return engine_runs_on(engine, peak.vendor) and format_runs_on(
+        engine, quant_family, peak.target, peak.vendor
+    )
 
 
 def runs_on_words(engine: str) -> str:
@@ -451,12 +468,12 @@ def _assumed_candidate(
     return c, note
 
 
-def _cannot_run_note(engine: str, cannot: list[_Candidate]) -> str:
-    """Why this machine is not sized: the engine (or its FP8) does not run on its parts."""
+def _cannot_run_note(engine: str, quant_family: str, cannot: list[_Candidate]) -> str:
+    """Why this machine is not sized: the engine (or the format) does not run on its parts."""
     need = (
         runs_on_words(engine)
         if any(not engine_runs_on(engine, c.vendor) for c in cannot)
-        else _fp8_words(engine)
+        else format_words(engine, quant_family)
     )
     # a part as the note names it: its GPU, or its CPU without the RAM
     parts = ", ".join(c.hardware.removeprefix("this machine: ").split(" (")[0] for c in cannot)
@@ -499,6 +516,46 @@ def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> li
             c.whole = True
             out.append(c)
     return out
+
+
+def _cpu_options(prices: Prices) -> list[_Candidate]:
+    """The computers without a GPU the price catalog sells with their memory's bandwidth and
+    their cores' FLOPs (``[[system]]`` rows with ``memory_bandwidth_gbs``): each the CPU
+    option (class 1), bought whole, sized at its peaks x the CPU kind's efficiencies."""
+    out = []
+    for system in prices.systems:
+        if system.gpu or not (system.memory_gb and system.memory_bandwidth_gbs):
+            continue
+        if not system.cpu_tflops:
+            continue
+        out.append(
+            _Candidate(
+                hardware=system.key,
+                origin="catalog",
+                scenario_class=1,
+                gpus=0,
+                # a "32 GB" kit is binary gigabytes, as a GPU's memory is read
+                memory=_cpu_memory(system.key, system.memory_gb),
+                speed=_cpu_speed(system.memory_bandwidth_gbs, system.cpu_tflops),
+                price_gpu=None,
+                cores=system.cores,
+                vendor="cpu",
+                whole=True,
+            )
+        )
+    return out
+
+
+@lru_cache(maxsize=64)
+def _cpu_memory(name: str, memory_gb: float) -> DeviceMemory:
+    return DeviceMemory(kind="cpu", total_bytes=int(memory_gb * 2**30), name=name)
+
+
+@lru_cache(maxsize=64)
+def _cpu_speed(bandwidth_gbs: float, tflops: float) -> DeviceSpeed:
+    return DeviceSpeed(
+        bandwidth_bytes_s=bandwidth_gbs * 1e9, flops_s=tflops * 1e12, kind="cpu", measured=False
+    )
 
 
 @lru_cache(maxsize=256)
@@ -597,6 +654,12 @@ def _estimate(
             stand_in_ok=(lambda gpu: False) if mac else partial(_stand_in_ok, req.engine, family),
         ),
     )
+    if c.origin == "catalog" and not c.gpus and c.whole:
+        # A cloud's vCPUs are a share of a server's memory channels, not this computer's
+        # bandwidth: the CPU option is bought, not rented.
+        costs = dataclasses.replace(
+            costs, hourly=None, rent_as=None, rented_stand_in=False, rented_gpus=None
+        )
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
     owned = (
@@ -770,7 +833,7 @@ def serve_advice(
         c
         for c in candidates
         if not engine_runs_on(request.engine, c.vendor)
-        or not format_runs_on(request.engine, family, c.target)
+        or not format_runs_on(request.engine, family, c.target, c.vendor)
     ]
     candidates = [c for c in candidates if c not in cannot]
     notes: list[str] = []
@@ -785,10 +848,14 @@ def serve_advice(
                 f"--assume-gpu {name!r}: {runs_on_words(request.engine)} "
                 "(--engine llama.cpp runs on every GPU)"
             )
-        if not format_runs_on(request.engine, family, assumed.target):
+        if not format_runs_on(request.engine, family, assumed.target, assumed.vendor):
             raise UsageError(
-                f"--assume-gpu {name!r}: {_fp8_words(request.engine)} "
-                f"(this is {assumed.target}; --engine vllm runs FP8 weights on it)"
+                f"--assume-gpu {name!r}: {format_words(request.engine, family)} "
+                + (
+                    "(--engine llama.cpp runs GGUF's 4-bit formats on every GPU)"
+                    if family in FORMAT_HARDWARE
+                    else f"(this is {assumed.target}; --engine vllm runs FP8 weights on it)"
+                )
             )
         candidate, note = _assumed_candidate(resolved, name, count, family)
         candidates.append(candidate)
@@ -805,7 +872,7 @@ def serve_advice(
         row = catalog.get(name)
         if row is None or not engine_runs_on(request.engine, row.vendor):
             continue
-        if not format_runs_on(request.engine, family, row.target):
+        if not format_runs_on(request.engine, family, row.target, row.vendor):
             continue
         for count in (1, 2, 4, 8, 16, 32, 64):
             if count > _MAX_PER_MACHINE * _MAX_MACHINES:
@@ -821,7 +888,13 @@ def serve_advice(
             estimates.append(estimate)
             if estimate.meets_target:
                 break  # more of this GPU only costs more: the fewest that serve it
-    if engine_runs_on(request.engine, "apple"):
+    if engine_runs_on(request.engine, "cpu") and format_runs_on(
+        request.engine, family, None, "cpu"
+    ):
+        estimates += [_estimate(c, geom, quant, request, prices) for c in _cpu_options(prices)]
+    if engine_runs_on(request.engine, "apple") and format_runs_on(
+        request.engine, family, None, "apple"
+    ):
         estimates += [
             _estimate(c, geom, quant, request, prices)
             for c in _mac_options(prices, catalog, family)
@@ -861,7 +934,7 @@ def serve_advice(
             "not sized: no saved profile was read (`hwadvisor scan`, or -p FILE, puts this "
             "machine beside the assumed hardware)"
             if profile is None
-            else _cannot_run_note(request.engine, cannot)
+            else _cannot_run_note(request.engine, family, cannot)
             if cannot
             else "not sized: its profile has no trusted measurement of its memory bandwidth "
             "(none, or taken while it was busy): `hwadvisor scan` on an idle machine measures it"

@@ -29,6 +29,7 @@ from hwadvisor.advise.serve.speed import (
     peak_kind,
     prefill_flops_per_token,
     prefill_kind,
+    quantized_linears,
     ratio_spread,
 )
 from hwadvisor.catalog.llm_geometry import LlmGeometry
@@ -446,14 +447,20 @@ HOST_LAYER_GRID_S = tuple(i * 5e-5 for i in range(0, 81))
 """The host's time per layer tried: 0 to 4 ms."""
 
 
-def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]]) -> float | None:
+def _host_ratio(
+    row: SpeedRow,
+    phase: str,
+    host: dict[str, tuple[float, float]],
+    eager_linear: dict[str, float] | None = None,
+) -> float | None:
     """A host-family row's own efficiency once the host's time is taken out; None where the
     host's time hides the device's (a GPU that waits for its launches says nothing of it)."""
     rule = host.get(f"{row.family}/{row.kind}")
     measured = row.prefill_tok_s if phase == "prefill" else row.decode_tok_s
     if rule is None or not measured:
         return None
-    t_host = rule[0] + rule[1] * row.geom.layers
+    per_linear = (eager_linear or {}).get(find_quant(row.quant).family, 0.0)
+    t_host = rule[0] + rule[1] * row.geom.layers + per_linear * quantized_linears(row.geom)
     tokens = row.prompt_tokens if phase == "prefill" else 1
     spent = tokens / float(measured)
     on_gpu = base_kind(row.device.kind) == "gpu"
@@ -465,14 +472,23 @@ def _host_ratio(row: SpeedRow, phase: str, host: dict[str, tuple[float, float]])
     return min(MAX_EFFICIENCY, ideal / spare)
 
 
+#: Quant families an eager engine dequantizes before each matmul (bitsandbytes): their runs
+#: fit the time that adds a Linear (:func:`_fit_eager_linear`), not the host's time.
+DEQUANTIZED = ("nf4",)
+EAGER_LINEAR_GRID_S = tuple(i * 2e-6 for i in range(0, 101))
+"""The time a dequantized Linear adds to a forward pass, tried: 0 to 200 us."""
+
+
 def _fit_host(rows: list[SpeedRow]) -> dict[str, tuple[float, float]]:
     """Per host family and device kind with two rows or more: the (fixed, per layer) host time
-    that fits their decode best at the family's prior efficiency."""
+    that fits their decode best at the family's prior efficiency (16-bit runs: a dequantized
+    format's add their own time, :func:`_fit_eager_linear`)."""
     out: dict[str, tuple[float, float]] = {}
     for family in HOST_FAMILIES:
         for kind in sorted({r.kind for r in rows if r.family == family}):
             mine = [r for r in rows if r.family == family and r.kind == kind]
             mine = [r for r in mine if r.decode_tok_s]
+            mine = [r for r in mine if find_quant(r.quant).family not in DEQUANTIZED]
             if len(mine) < 2:
                 continue
             key = f"{family}/{kind}"
@@ -492,6 +508,37 @@ def _fit_host(rows: list[SpeedRow]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _fit_eager_linear(
+    rows: list[SpeedRow], host: dict[str, tuple[float, float]]
+) -> dict[str, float]:
+    """Per dequantized quant family with eager runs: the time a quantized Linear adds to a
+    forward pass that fits their decode best, on top of the host's fitted time, at the
+    family's prior efficiency (as the host's time is fitted)."""
+    out: dict[str, float] = {}
+    for quant_family in DEQUANTIZED:
+        mine = [
+            r
+            for r in rows
+            if r.family in HOST_FAMILIES
+            and r.decode_tok_s
+            and find_quant(r.quant).family == quant_family
+            and f"{r.family}/{r.kind}" in host
+        ]
+        if not mine:
+            continue
+        best, best_err = 0.0, math.inf
+        for per_linear in EAGER_LINEAR_GRID_S:
+            trial = Rules(
+                {"*": PRIOR_DECODE}, {"*": PRIOR_PREFILL}, 1.0, 1.0, 1.0, 1.0,
+                host_s=host, eager_linear_s={quant_family: per_linear},
+            )  # fmt: skip
+            err = sum(math.log(r) ** 2 for row in mine if (r := predict(row, trial, "decode")))
+            if err < best_err - 1e-12:
+                best, best_err = per_linear, err
+        out[quant_family] = round(best, 7)
+    return out
+
+
 def _shrunk(logs: list[float], prior: float) -> float:
     return math.exp((sum(logs) + SHRINK * math.log(prior)) / (len(logs) + SHRINK))
 
@@ -502,6 +549,7 @@ def _tables(
     prior: float,
     overhead: dict[str, float],
     host: dict[str, tuple[float, float]] | None = None,
+    eager_linear: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Efficiency tables from the dense rows, and each family's MoE factor from the MoE rows.
     A host family's rows count with the host's time taken out, where it does not hide the
@@ -521,7 +569,7 @@ def _tables(
         if row.family in HOST_FAMILIES:
             if phase == "decode":
                 continue
-            r = _host_ratio(row, phase, host)
+            r = _host_ratio(row, phase, host, eager_linear)
         else:
             r = raw_ratio(row, phase, _overhead_of(overhead, row) if phase == "decode" else 0.0)
         if r is None or r <= 0:
@@ -616,8 +664,9 @@ def fit_rules(
         overhead[family] = best
         overhead |= _kind_overheads(mine, family, best)
     host = _fit_host(rows)
+    eager_linear = _fit_eager_linear(rows, host)
     decode, moe = _tables(rows, "decode", PRIOR_DECODE, overhead)
-    prefill, moe_prefill = _tables(rows, "prefill", PRIOR_PREFILL, {}, host)
+    prefill, moe_prefill = _tables(rows, "prefill", PRIOR_PREFILL, {}, host, eager_linear)
     # a family with no MoE prompt measured is not slowed by another's: MLX's MoE prefill runs
     # at a dense model's efficiency where llama.cpp's runs at about half of it
     moe_prefill.pop("*", None)
@@ -633,6 +682,7 @@ def fit_rules(
         moe={k: round(v, 4) for k, v in sorted(moe.items())},
         moe_prefill={k: round(v, 4) for k, v in sorted(moe_prefill.items())},
         host_s=dict(sorted(host.items())),
+        eager_linear_s=eager_linear,
         prefill_flops_max=_prefill_ceilings(rows),
     )
     per_sequence, allreduce = _fit_batching(serving or [], rules, rows)

@@ -61,7 +61,7 @@ VLLM_CHUNK_TOKENS = 8192
 VLLM_PROFILE_SEQS = 256
 """vLLM's default ``max_num_seqs``: the logits of that many sequences are in its profiling peak."""
 MIN_USEFUL_CONTEXT = 512
-CHECKPOINT_QUANT_FAMILIES = ("int4", "int8", "fp8", "fp4")
+CHECKPOINT_QUANT_FAMILIES = ("int4", "int8", "fp8", "fp4", "nf4")
 """Quantizations stored in the checkpoint (not GGUF): their embedding and output stay 16-bit."""
 SIXTEEN_BIT_HEAD_ENGINES = ("vllm", "sglang", "tensorrt-llm", "transformers")
 """Engines that load such checkpoints as stored (MLX quantizes the embedding too; GGUF

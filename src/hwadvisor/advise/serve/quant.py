@@ -33,7 +33,8 @@ class Quant:
     bits_per_weight: float
     """The file's real average, scales and higher-precision tensors included."""
     family: str
-    """``gguf-k``, ``gguf-legacy``, ``gguf-iq``, ``float``, ``fp8``, ``int8``, ``int4``, ``fp4``."""
+    """``gguf-k``, ``gguf-legacy``, ``gguf-iq``, ``float``, ``fp8``, ``int8``, ``int4``, ``fp4``,
+    ``nf4`` (bitsandbytes)."""
     engines: tuple[str, ...]
 
     @property
@@ -94,6 +95,11 @@ QUANTS: tuple[Quant, ...] = (
     # groups of 64 weights with a 16-bit scale and bias each, 0.5 bits per weight on top.
     Quant("4bit", 4.5, "int4", ("mlx",)),
     Quant("8bit", 8.5, "int8", ("mlx",)),
+    # bitsandbytes' 4-bit NF4 (transformers' load_in_4bit, the "-bnb-4bit" repositories, vLLM's
+    # --quantization bitsandbytes): 4 bits and, with double quantization (as unsloth's
+    # repositories and QLoRA set it), an 8-bit absmax per 64 weights and an FP32 scale per 256
+    # of those: 4 + 8/64 + 32/(64 x 256) = 4.127 bits; the embedding and head stay 16-bit.
+    Quant("bnb-4bit", 4.127, "nf4", ("transformers", "vllm")),
 )
 
 _BY_NAME = {q.name.lower(): q for q in QUANTS}
@@ -105,6 +111,14 @@ _ALIASES = {
     "q4_k": "q4_k_m",
     "q5_k": "q5_k_m",
     "mxfp4_moe": "mxfp4",
+    # bitsandbytes' 4-bit as people name it (vLLM's --quantization bitsandbytes, TGI's
+    # bitsandbytes-nf4)
+    "nf4": "bnb-4bit",
+    "bnb": "bnb-4bit",
+    "bnb4": "bnb-4bit",
+    "bnb_4bit": "bnb-4bit",
+    "bitsandbytes": "bnb-4bit",
+    "bitsandbytes-nf4": "bnb-4bit",
 }
 
 
@@ -128,10 +142,20 @@ def find_quant(name: str, engine: str | None = None) -> Quant:
 #: ``llama3.1:8b-instruct-fp16``) and Hugging Face repositories (``Qwen2.5-7B-Instruct-AWQ``,
 #: ``Meta-Llama-3.1-8B-Instruct-FP8``, ``bartowski/...-GGUF:Q4_K_M``) spell it.
 _NAMED_QUANT = re.compile(
-    r"[-_:.](?P<quant>i?q\d[a-z0-9_]*|f16|bf16|fp16|fp8|int8|int4|[48]bit|w4a16|w8a8|awq|gptq|mxfp4|nvfp4)$",
+    r"[-_:.](?P<quant>(?:unsloth[-_])?bnb[-_]4bit|nf4|i?q\d[a-z0-9_]*|f16|bf16|fp16|fp8|int8|int4"
+    r"|[48]bit|w4a16|w8a8|awq|gptq|mxfp4|nvfp4)$",
     re.IGNORECASE,
 )
-_CHECKPOINT_ALIASES = {"w4a16": "int4", "w8a8": "int8"}
+_CHECKPOINT_ALIASES = {
+    "w4a16": "int4",
+    "w8a8": "int8",
+    "nf4": "bnb-4bit",
+    "bnb_4bit": "bnb-4bit",
+    "unsloth-bnb-4bit": "bnb-4bit",
+    "unsloth_bnb_4bit": "bnb-4bit",
+    "unsloth-bnb_4bit": "bnb-4bit",
+    "unsloth_bnb-4bit": "bnb-4bit",
+}
 _GGUF_FLOATS = {"f16": "F16", "fp16": "F16", "bf16": "BF16"}
 
 

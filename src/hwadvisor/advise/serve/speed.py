@@ -252,6 +252,12 @@ def quantized_gguf(quant: Quant) -> bool:
     return quant.family.startswith("gguf") or quant.name == "MXFP4"
 
 
+def quantized_linears(geom: LlmGeometry) -> int:
+    """The Linear layers a forward pass runs: four for attention (query, key, value, output)
+    and three for each MLP it runs (gate, up, down: a MoE's active experts'), a layer."""
+    return geom.layers * (4 + 3 * (max(1, geom.experts_active) if geom.moe else 1))
+
+
 def prefill_kind(family: str, kind: str, device: DeviceSpeed, quant: Quant) -> str:
     """The device kind a prompt's efficiency is fitted and looked up under: ``kind``, but
     ``gpu`` for an NVIDIA GPU before Volta where llama.cpp's integer kernels do not run on
@@ -329,6 +335,12 @@ class Rules:
     runs the earlier ones, so a step takes the longer of the two; on a CPU the same cores do
     both, so the times add. Where a family has one, it replaces ``overhead_s``."""
 
+    eager_linear_s: dict[str, float] = field(default_factory=dict)
+    """Eager engines, per quant family whose weights are dequantized before each matmul
+    (bitsandbytes' ``nf4``): the time each quantized Linear adds to a forward pass (the
+    dequantizing kernel and its launch), on top of ``host_s``; :func:`quantized_linears`
+    counts them."""
+
     per_sequence_s: dict[str, float] = field(default_factory=dict)
     """A batched decode step's time per sequence beyond the first (scheduling, sampling, the
     attention kernels' per-sequence work), per engine family; ``*`` for a family with no
@@ -360,9 +372,13 @@ class Rules:
                 return found
         return table.get(family, table.get("*", 0.0))
 
-    def host_time(self, family: str, kind: str, layers: int) -> float | None:
+    def host_time(
+        self, family: str, kind: str, layers: int, quant_family: str = "", linears: int = 0
+    ) -> float | None:
         rule = self.host_s.get(f"{family}/{kind}") or self.host_s.get(f"{family}/{base_kind(kind)}")
-        return None if rule is None else rule[0] + rule[1] * layers
+        if rule is None:
+            return None
+        return rule[0] + rule[1] * layers + self.eager_linear_s.get(quant_family, 0.0) * linears
 
     def efficiency(self, phase: str, family: str, quant_family: str, kind: str) -> float:
         table = self.decode if phase == "decode" else self.prefill
@@ -377,9 +393,20 @@ class Rules:
 
 @lru_cache(maxsize=512)
 def _lookup_keys(family: str, quant_family: str, kind: str) -> tuple[str, ...]:
-    """The keys an efficiency is looked up by, most specific first."""
-    pairs = [(f"{family}/{quant_family}/{k}", f"{family}/*/{k}") for k in kind_chain(kind)]
-    return (*(key for pair in pairs for key in pair), f"{family}/{quant_family}", family)
+    """The keys an efficiency is looked up by, most specific first; a format with no runs of
+    its own in a family takes its kin's (:data:`QUANT_KIN`) before the kind's."""
+    quants = (quant_family, *((QUANT_KIN[quant_family],) if quant_family in QUANT_KIN else ()))
+    keys = []
+    for k in kind_chain(kind):
+        keys += [f"{family}/{q}/{k}" for q in quants]
+        keys.append(f"{family}/*/{k}")
+    return (*keys, *(f"{family}/{q}" for q in quants), family)
+
+
+#: A format whose kernels are closest to another's where a family has no run of its own:
+#: bitsandbytes' 4-bit in vLLM reads its 4 bits a weight as AWQ's and GPTQ's kernels do, not
+#: as a 16-bit model (one published vLLM run: about 20 tok/s where AWQ did 30).
+QUANT_KIN = {"nf4": "int4"}
 
 
 def rules_from_data(data: dict[str, Any]) -> Rules:
@@ -397,6 +424,7 @@ def rules_from_data(data: dict[str, Any]) -> Rules:
             moe={str(k): float(v) for k, v in data.get("moe", {}).items()},
             moe_prefill={str(k): float(v) for k, v in data.get("moe_prefill", {}).items()},
             host_s={str(k): (float(v[0]), float(v[1])) for k, v in data.get("host_s", {}).items()},
+            eager_linear_s={str(k): float(v) for k, v in data.get("eager_linear_s", {}).items()},
             prefill_flops_max={
                 str(k): float(v) for k, v in data.get("prefill_flops_max", {}).items()
             },
@@ -530,7 +558,7 @@ def estimate_speed(
         eff_d *= rules.moe.get(family, rules.moe.get("*", 1.0))
         eff_p *= moe_prefill
     overhead = rules.step_overhead(family, kind)
-    host = rules.host_time(family, kind, geom.layers)
+    host = rules.host_time(family, kind, geom.layers, quant.family, quantized_linears(geom))
     if host is not None:
         overhead = 0.0
     overlaps = base_kind(device.kind) == "gpu"
@@ -655,6 +683,14 @@ def estimate_speed(
         f"efficiency {family}/{quant.family}: decode {eff_d:.2f}, prefill {eff_p:.2f}, "
         + (
             f"host {host * 1e3:.1f} ms a forward pass"
+            + (
+                f", {dequant * 1e3:.1f} ms of it dequantizing {quantized_linears(geom)} Linear "
+                "layers"
+                if (
+                    dequant := rules.eager_linear_s.get(quant.family, 0.0) * quantized_linears(geom)
+                )
+                else ""
+            )
             + (" (overlapping the GPU's)" if overlaps else " (added)")
             if host is not None
             else f"{overhead * 1e3:.2f} ms a step"
@@ -673,6 +709,7 @@ def estimate_speed(
             else ""
         )
         + _unmeasured_kind(rules, family, kind)
+        + _unmeasured_format(rules, family, quant.family)
     )
     return ServeSpeed(
         decode_tok_s=decode,
@@ -689,6 +726,18 @@ def estimate_speed(
         basis=basis,
         reply_tokens=reply,
         decode_full_context_tok_s=decode_full,
+    )
+
+
+def _unmeasured_format(rules: Rules, family: str, quant_family: str) -> str:
+    """The basis's word on a format sized at its kin's efficiency (:data:`QUANT_KIN`): none
+    of ``family``'s runs in it was fitted."""
+    kin = QUANT_KIN.get(quant_family)
+    if kin is None or f"{family}/{quant_family}" in (*rules.decode, *rules.prefill):
+        return ""
+    return (
+        f"; no {family} run in {quant_family} was fitted: sized at {kin}'s efficiency (one "
+        "published run of vLLM's bitsandbytes decoded at 0.62 of that; an estimate to check)"
     )
 
 
