@@ -1136,3 +1136,36 @@ def test_the_cpu_option_reads_like_a_desktop_and_is_left_out_where_the_engine_ne
     for engine, quant in (("mlx", "4bit"), ("tensorrt-llm", "fp8")):
         other = serve_advice(None, build_request("llama-3.2-1b", engine=engine, quant=quant))
         assert not any(e.hardware == CPU_OPTION for e in other.estimates)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen2.5-32b", "llama-2-7b"])
+@pytest.mark.parametrize(
+    ("gpu", "tier"),
+    [("RTX 3060", 4096), ("RTX 4090", 32768), ("RTX 3090", 32768), ("RTX 6000 Ada", 262144),
+     ("A100 80GB", 262144), ("M4 Max 64GB", 262144), ("M4 Max 36GB", 32768)],
+)  # fmt: skip
+def test_ollama_is_told_the_context_it_would_give_the_model_by_default(
+    model: str, gpu: str, tier: int
+) -> None:
+    """Ollama gives a model a context by the GPU memory it finds (4k under 24 GiB, 32k to 48,
+    256k above; never past the model's window) where none is set: with no --context, the
+    answer says which, where it is not the one sized, and whether it fits there."""
+    asked = dict(engine="ollama", assume_gpu=(gpu,))
+    advice = serve_advice(None, build_request(model, **asked))
+    window = model_geometry(model)[0].max_context or tier
+    default = min(tier, window)
+    notes = [c for c in advice.caveats if c.startswith("ollama gives")]
+    assert bool(notes) == (default != advice.context)
+    if notes:
+        assert f"a {default:,}-token context by default" in notes[0]
+        at_default = serve_advice(None, build_request(model, context=default, **asked))
+        fits = next(e for e in at_default.estimates if e.origin == "assumed").fits_memory
+        if default < advice.context:
+            assert f"OLLAMA_CONTEXT_LENGTH={advice.context}" in notes[0]
+        else:
+            assert ("that fits too" in notes[0]) == fits
+            assert ("does not fit" in notes[0]) == (not fits)
+    given = serve_advice(None, build_request(model, context=advice.context, **asked))
+    assert not any(c.startswith("ollama gives") for c in given.caveats)
+    llama = serve_advice(None, build_request(model, assume_gpu=(gpu,)))
+    assert not any(c.startswith("ollama gives") for c in llama.caveats)

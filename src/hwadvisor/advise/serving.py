@@ -23,6 +23,7 @@ from hwadvisor.advise.pricing import Costs, Prices, builtin_prices, option_costs
 from hwadvisor.advise.serve.memory import (
     DeviceMemory,
     ServeMemory,
+    apple_working_set,
     max_context,
     plan_serve_memory,
 )
@@ -750,6 +751,8 @@ def _engine_default_note(
     vLLM then refuses to start ("the model's max seq len is larger than the maximum number of
     tokens that can be stored in KV cache"), so the answer says which ``--max-model-len`` to
     start it with."""
+    if request.engine == "ollama":
+        return _ollama_default_note(geom, quant, request, hardware)
     window = geom.max_context
     if request.engine != "vllm" or not window or window <= _context(request):
         return None
@@ -765,6 +768,62 @@ def _engine_default_note(
         if longest < window:
             return None  # the context sized does not fit either: the suggestions say so
     return None
+
+
+#: Ollama's context when none is set, by the GPU memory it finds (its context-length page:
+#: "< 24 GiB VRAM: 4k context, 24-48 GiB VRAM: 32k context, >= 48 GiB VRAM: 256k context").
+#: The tiers name cards by their size, and a 24 GB card reports a little under 24 GiB (an RTX
+#: 4090: 24,564 MiB), so a tier starts a GiB below its figure.
+OLLAMA_DEFAULT_CONTEXTS = ((23 * 2**30, 4096), (47 * 2**30, 32768), (math.inf, 262144))
+
+
+def ollama_default_context(memory: DeviceMemory, window: int | None) -> int:
+    """The context Ollama gives a model on ``memory`` when none is set: by the GPU memory it
+    finds (Apple silicon's Metal working set; none on a CPU), never past the model's window."""
+    if memory.kind == "cpu":
+        vram = 0.0
+    elif memory.kind == "unified":
+        vram = apple_working_set(memory.total_bytes)
+    else:
+        vram = float(memory.total_bytes * memory.count)
+    context = next(tokens for below, tokens in OLLAMA_DEFAULT_CONTEXTS if vram < below)
+    return min(context, window) if window else context
+
+
+def _ollama_default_note(
+    geom: LlmGeometry, quant: Any, request: ServeRequest, hardware: list[_Candidate]
+) -> str | None:
+    """Where no --context was given: the context Ollama would give the model on the first
+    machine in question when none is set, where that is not the one sized, and whether it
+    fits there (where it does not, Ollama keeps part of the model in RAM and decodes slower)."""
+    if not hardware:
+        return None
+    c = hardware[0]
+    default = ollama_default_context(c.memory, geom.max_context)
+    sized = _context(request)
+    if default == sized:
+        return None
+    head = (
+        f"ollama gives {geom.name} a {default:,}-token context by default on {c.hardware} "
+        "(4k under 24 GiB of GPU memory, 32k to 48, 256k above), not the "
+        f"{sized:,} sized here"
+    )
+    if default < sized:
+        return (
+            f"{head}: it runs with the shorter context unless OLLAMA_CONTEXT_LENGTH={sized} "
+            "(or num_ctx) asks for what is sized here"
+        )
+    plan = plan_serve_memory(
+        geom, quant, context=default, sequences=request.users, engine=request.engine,
+        kv_cache=request.kv_cache, device=c.memory,
+    )  # fmt: skip
+    if plan.fits:
+        return f"{head}: that fits too ({plan.total_bytes / 2**30:.1f} GiB)"
+    return (
+        f"{head}, and does not fit ({plan.total_bytes / 2**30:.1f} GiB of "
+        f"{plan.usable_bytes / 2**30:.1f}): Ollama would keep part of the model in RAM and "
+        f"decode slower; OLLAMA_CONTEXT_LENGTH={sized} keeps what is sized here"
+    )
 
 
 def reply_depth(request: ServeRequest) -> int:
