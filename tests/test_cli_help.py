@@ -180,7 +180,7 @@ def _all_names() -> list[str]:
 
 def test_every_command_is_listed_here() -> None:
     assert sorted(_all_names()) == sorted(
-        {args[0] for args in COMMANDS if args} | {"gpus"} | {"calibrate-serve"}
+        {args[0] for args in COMMANDS if args} | {"gpus", "cpus"} | {"calibrate-serve"}
     )
 
 

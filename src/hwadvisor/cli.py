@@ -23,6 +23,7 @@ import typer
 
 from hwadvisor import __version__
 from hwadvisor.cliopts import (
+    AssumeCpuOpt,
     BaseBitsOpt,
     CheckpointingOpt,
     ContextOpt,
@@ -772,6 +773,7 @@ def advise(
     prompt_tokens: PromptTokensOpt = None,
     reply_tokens: ReplyTokensOpt = None,
     kv_cache: KvCacheOpt = None,
+    assume_cpu: AssumeCpuOpt = None,
     json_out: Annotated[
         Optional[str],
         typer.Option(
@@ -801,6 +803,7 @@ def advise(
         prompt_tokens=prompt_tokens,
         reply_tokens=reply_tokens,
         kv_cache=kv_cache,
+        assume_cpu=assume_cpu,
     )
     if serve is not None:
         _serve(serve, profile_path, json_out, assume_gpu, gpus, given, prices, kwh_price)
@@ -918,14 +921,14 @@ def _serve(
     profile: Profile | None
     if profile_path is not None:
         profile = _read_any(profile_path)
-    elif assume_gpu:
-        # A what-if: the assumed GPU is the question. A saved scan adds this machine beside
+    elif assume_gpu or request.assume_cpu:
+        # A what-if: the assumed GPU (or CPU) is the question. A saved scan adds this machine beside
         # it; detecting it now (seconds) would only add an unmeasured line.
         profile = _saved_profile(Path("reports"))
         if profile is None:
             _note(
                 "No profile in reports: the answer leaves this machine out "
-                "(`hwadvisor scan` or -p FILE puts it beside the assumed GPU)"
+                "(`hwadvisor scan` or -p FILE puts it beside the assumed hardware)"
             )
     else:
         profile = _default_profile()
@@ -1428,6 +1431,68 @@ def gpus(
     console.print(
         "tensor and fp32: dense TFLOP/s; price: a card's street price from the price catalog"
         + "".join(f"; ×{n}: sold only {n} at a time" for n in lots),
+        style="dim",
+    )
+
+
+@app.command(
+    epilog=epilog(
+        [
+            "hwadvisor cpus                        # the whole CPU catalog",
+            "hwadvisor cpus epyc                   # every row with EPYC in its name",
+            "hwadvisor cpus 7950x --json           # as JSON, for scripts",
+        ],
+        [ExitStatus.USAGE],
+    )
+)
+def cpus(
+    name_filter: Annotated[
+        Optional[str],
+        typer.Argument(metavar="[FILTER]", help="Words or a model number the name must have."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the CPU catalog: the names --assume-cpu takes, with cores, memory and peaks.
+
+    Each row: the name, its cores, the fastest memory the vendor supports and its bus, the
+    peak memory bandwidth (what decode on a CPU reads at), the cores' FP32 peak in TFLOP/s,
+    and the RAM assumed where a name gives none."""
+    import dataclasses
+
+    from hwadvisor.catalog.cpus import all_cpus, find_cpu
+    from hwadvisor.render.terminal import console as terminal_console
+
+    rows = list(all_cpus())
+    if name_filter:
+        words = [w for w in name_filter.casefold().split() if w]
+        rows = [r for r in rows if all(w in r.name.casefold() for w in words)]
+        named = find_cpu(name_filter)
+        if named is not None and named not in rows:
+            rows = [named]
+    if not rows:
+        raise UsageError(
+            f"no CPU in the catalog matches {name_filter!r}; `hwadvisor cpus` lists them all"
+        )
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
+        return
+    from rich.table import Table
+
+    table = Table("name", "cores", "memory", "bandwidth", "fp32", "RAM", box=None, pad_edge=False)
+    for r in rows:
+        table.add_row(
+            r.name,
+            str(r.cores),
+            f"{r.memory}, {r.bus_bits}-bit",
+            f"{r.bandwidth_gbs:,.1f} GB/s",
+            f"{r.fp32_tflops:,.2f}",
+            f"{r.memory_gb:g} GB",
+        )
+    console = terminal_console()
+    console.print(table)
+    console.print(
+        "bandwidth: peak, the bus times the fastest memory the vendor supports; fp32: TFLOP/s; "
+        "RAM: assumed where --assume-cpu names none",
         style="dim",
     )
 

@@ -238,9 +238,26 @@ KvCacheOpt = Annotated[
 ]
 
 
+AssumeCpuOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--assume-cpu",
+        metavar="NAME",
+        help="With --serve: also size on this CPU from the CPU catalog (repeatable), with its "
+        "RAM and memory speed where named, e.g. 'Ryzen 9 7950X 64GB DDR5-6000' "
+        "(`hwadvisor cpus` lists them).",
+    ),
+]
+
+
 def serve_options(**given: object) -> dict[str, object]:
-    """The serving options given on the command line, by ``ServeRequest`` field name."""
-    return {name: value for name, value in given.items() if value is not None}
+    """The serving options given on the command line, by ``ServeRequest`` field name (a list
+    option as a tuple; an empty one as not given)."""
+    return {
+        name: tuple(value) if isinstance(value, list) else value
+        for name, value in given.items()
+        if value is not None and value != []
+    }
 
 
 def refuse_serve_options(given: dict[str, object]) -> None:
@@ -254,6 +271,7 @@ def refuse_serve_options(given: dict[str, object]) -> None:
 
 __all__ = [
     "MAX_DEADLINE_HOURS",
+    "AssumeCpuOpt",
     "BaseBitsOpt",
     "CheckpointingOpt",
     "ContextOpt",

@@ -109,6 +109,8 @@ class ServeRequest:
     kv_cache: str = "f16"
     assume_gpu: tuple[str, ...] = ()
     gpus: int = 1
+    assume_cpu: tuple[str, ...] = ()
+    """CPUs of the CPU catalog to size as what-ifs (``Ryzen 9 7950X 64GB``)."""
 
 
 def build_request(model: str, **given: Any) -> ServeRequest:
@@ -519,6 +521,48 @@ def _mac_options(prices: Prices, catalog: dict[str, GpuPeak], family: str) -> li
     return out
 
 
+def _resolve_gpu_or_say_cpu(name: str) -> ResolvedGpu:
+    """``name`` as a GPU; a name the GPU catalog lacks and the CPU catalog has is a usage
+    error that points to --assume-cpu."""
+    try:
+        return resolve_gpu(name)
+    except UsageError as exc:
+        from hwadvisor.catalog.cpus import find_cpu
+
+        cpu = find_cpu(name)
+        if cpu is None:
+            raise
+        raise UsageError(
+            f"--assume-gpu {name!r}: {cpu.name} is a CPU: --assume-cpu {name!r} sizes it"
+        ) from exc
+
+
+def _assumed_cpu(typed: str, engine: str, family: str, notes: list[str]) -> _Candidate:
+    """A CPU of the CPU catalog as the user named it (its RAM and memory speed read from the
+    name), sized at its peaks under the CPU kind's efficiencies; an engine or format that
+    does not run on CPUs is a usage error."""
+    from hwadvisor.catalog.cpus import resolve_cpu
+
+    cpu = resolve_cpu(typed)
+    if not engine_runs_on(engine, "cpu"):
+        raise UsageError(f"--assume-cpu {typed!r}: {runs_on_words(engine)}")
+    if not format_runs_on(engine, family, None, "cpu"):
+        raise UsageError(f"--assume-cpu {typed!r}: {format_words(engine, family)}")
+    if cpu.note:
+        notes.append(f"{cpu.spec.name}: {cpu.note}")
+    return _Candidate(
+        hardware=f"{cpu.spec.name} with {cpu.memory_gb:g} GB RAM",
+        origin="assumed",
+        scenario_class=1,
+        gpus=0,
+        memory=_cpu_memory(cpu.spec.name, cpu.memory_gb),
+        speed=_cpu_speed(cpu.bandwidth_gbs, cpu.spec.fp32_tflops),
+        price_gpu=None,
+        cores=cpu.spec.cores,
+        vendor="cpu",
+    )
+
+
 def _cpu_options(prices: Prices) -> list[_Candidate]:
     """The computers without a GPU the price catalog sells with their memory's bandwidth and
     their cores' FLOPs (``[[system]]`` rows with ``memory_bandwidth_gbs``): each the CPU
@@ -661,6 +705,8 @@ def _estimate(
         costs = dataclasses.replace(
             costs, hourly=None, rent_as=None, rented_stand_in=False, rented_gpus=None
         )
+    elif c.origin == "assumed" and not c.gpus:
+        costs = Costs()  # an assumed CPU: no price book prices a computer around it
     tokens_per_hour = (speed.throughput_tok_s or 0.0) * 3600
     rented = costs.hourly / tokens_per_hour * 1e6 if costs.hourly and tokens_per_hour > 0 else None
     owned = (
@@ -896,9 +942,11 @@ def serve_advice(
     ]
     candidates = [c for c in candidates if c not in cannot]
     notes: list[str] = []
+    for typed in request.assume_cpu:
+        candidates.append(_assumed_cpu(typed, request.engine, family, notes))
     for typed in request.assume_gpu:
         name, count = split_count(typed, request.gpus)  # "8x H200", or --gpus
-        resolved = resolve_gpu(name)  # as people type it: "3090", "M1 Max 24-core", "A6000"
+        resolved = _resolve_gpu_or_say_cpu(name)  # "3090", "M1 Max 24-core", "A6000"
         assumed = resolved.peak
         if resolved.note:
             notes.append(resolved.note)
