@@ -18,6 +18,7 @@ from hwadvisor.errors import UsageError
 ROW = """[[cpu]]
 name = "{name}"
 match = [{match}]
+segment = "desktop"
 vendor = "amd"
 cores = 16
 threads = 32
@@ -41,6 +42,9 @@ def test_every_row_is_consistent_and_found_by_each_word_people_type_for_it() -> 
         for word in (*row.match, row.name):
             assert find_cpu(word) == row, word
             assert find_cpu(f"{word} 64GB") == row, word
+            # a model number is never read as RAM ("8700G" is not 8,700 GB)
+            assert resolve_cpu(word).memory_gb == row.memory_gb, word
+            assert resolve_cpu(f"{word} 64GB").memory_gb == 64, word
     vendors = {row.vendor for row in rows}
     assert {"amd", "intel"} <= vendors and len(vendors) >= 3
 

@@ -210,6 +210,15 @@ TargetTokOpt = Annotated[
         help="With --serve: the decode speed each user must get, tokens/s (10).",
     ),
 ]
+MaxTtftOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option(
+        "--max-ttft",
+        metavar="S",
+        help="With --serve: the longest wait for a reply's first token, seconds, that still "
+        "serves a user (10; a --prompt-tokens prompt computed first).",
+    ),
+]
 PromptTokensOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option(
@@ -281,6 +290,7 @@ __all__ = [
     "KvCacheOpt",
     "KwhOpt",
     "LoraRankOpt",
+    "MaxTtftOpt",
     "MethodOpt",
     "MicroBatchOpt",
     "OptimizerOpt",

@@ -29,6 +29,7 @@ from hwadvisor.advise.serve.memory import (
 )
 from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_named_quant
 from hwadvisor.advise.serve.speed import (
+    DESKTOP_CPU,
     MAX_USERS,
     DeviceSpeed,
     catalog_devices,
@@ -103,6 +104,10 @@ class ServeRequest:
     engine: str = "llama.cpp"
     users: int = 1
     target_tok_s: float = 10.0
+    max_ttft_s: float = 10.0
+    """The longest wait for a reply's first token (a ``prompt_tokens`` prompt computed) that
+    still serves a user: a CPU that decodes an 8B model at 10 tok/s but takes 20 s over its
+    prompt is not enough for a chat."""
     prompt_tokens: int = 512
     reply_tokens: int = 256
     """A reply's length: the throughput counts each request's prompt against it."""
@@ -556,7 +561,11 @@ def _assumed_cpu(typed: str, engine: str, family: str, notes: list[str]) -> _Can
         scenario_class=1,
         gpus=0,
         memory=_cpu_memory(cpu.spec.name, cpu.memory_gb),
-        speed=_cpu_speed(cpu.bandwidth_gbs, cpu.spec.fp32_tflops),
+        speed=_cpu_speed(
+            cpu.bandwidth_gbs,
+            cpu.spec.fp32_tflops,
+            DESKTOP_CPU if cpu.spec.segment in ("desktop", "server") else "cpu",
+        ),
         price_gpu=None,
         cores=cpu.spec.cores,
         vendor="cpu",
@@ -581,7 +590,8 @@ def _cpu_options(prices: Prices) -> list[_Candidate]:
                 gpus=0,
                 # a "32 GB" kit is binary gigabytes, as a GPU's memory is read
                 memory=_cpu_memory(system.key, system.memory_gb),
-                speed=_cpu_speed(system.memory_bandwidth_gbs, system.cpu_tflops),
+                # the CPU option is a desktop computer
+                speed=_cpu_speed(system.memory_bandwidth_gbs, system.cpu_tflops, DESKTOP_CPU),
                 price_gpu=None,
                 cores=system.cores,
                 vendor="cpu",
@@ -597,9 +607,9 @@ def _cpu_memory(name: str, memory_gb: float) -> DeviceMemory:
 
 
 @lru_cache(maxsize=64)
-def _cpu_speed(bandwidth_gbs: float, tflops: float) -> DeviceSpeed:
+def _cpu_speed(bandwidth_gbs: float, tflops: float, kind: str) -> DeviceSpeed:
     return DeviceSpeed(
-        bandwidth_bytes_s=bandwidth_gbs * 1e9, flops_s=tflops * 1e12, kind="cpu", measured=False
+        bandwidth_bytes_s=bandwidth_gbs * 1e9, flops_s=tflops * 1e12, kind=kind, measured=False
     )
 
 
@@ -680,6 +690,7 @@ def _estimate(
         plan.fits
         and per_user is not None
         and per_user >= req.target_tok_s
+        and speed.ttft_s <= req.max_ttft_s
         and (users_at_target is None or users_at_target >= req.users)
     )
     gpus = max(1, c.gpus // c.nodes) if c.gpus else 0
@@ -897,6 +908,10 @@ def check_request(request: ServeRequest) -> tuple[LlmGeometry, Any]:
             raise UsageError(f"{name} must be at least 1, got {value}")
     if not (request.target_tok_s > 0 and math.isfinite(request.target_tok_s)):
         raise UsageError(f"--target-tok-s must be a positive number, got {request.target_tok_s}")
+    if not (request.max_ttft_s > 0 and math.isfinite(request.max_ttft_s)):
+        raise UsageError(
+            f"--max-ttft must be a positive number of seconds, got {request.max_ttft_s}"
+        )
     kv_bytes_per_value(request.kv_cache)  # an unknown KV-cache type is refused here
     geom, file_quant = model_geometry(request.model, request.engine)
     native = geom.native_quant
@@ -1084,6 +1099,7 @@ def serve_advice(
         engine=request.engine,
         users=request.users,
         target_tok_s=float(request.target_tok_s),
+        max_ttft_s=float(request.max_ttft_s),
         prompt_tokens=request.prompt_tokens,
         reply_tokens=request.reply_tokens,
         kv_cache=request.kv_cache,

@@ -14,9 +14,11 @@ speed (``DDR5-6000``, ``LPDDR5X-8533``), which then replaces the vendor's figure
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated
 
 from hwadvisor.catalog.peaks import CatalogError
 from hwadvisor.catalog.schema import (
@@ -24,20 +26,33 @@ from hwadvisor.catalog.schema import (
     Positive,
     PositiveWhole,
     Text,
+    choice,
     distinct_entries,
     load_toml,
 )
 from hwadvisor.catalog.toml import packaged_text
 from hwadvisor.errors import UsageError
 
-__all__ = ["CPUS_RESOURCE", "AssumedCpu", "CpuSpec", "all_cpus", "find_cpu", "resolve_cpu"]
+__all__ = [
+    "CPUS_RESOURCE",
+    "SEGMENTS",
+    "AssumedCpu",
+    "CpuSpec",
+    "all_cpus",
+    "find_cpu",
+    "resolve_cpu",
+]
 
 CPUS_RESOURCE = "cpus.toml"
+SEGMENTS = ("desktop", "server", "laptop", "board")
+"""Where a chip is used: desktops and workstations, servers, laptops (and mini PCs on laptop
+chips), single-board computers."""
 
 
 class _Cpu(DataModel):
     name: Text
     match: list[Text]
+    segment: Annotated[str, choice(*SEGMENTS)]
     vendor: Text
     cores: PositiveWhole
     threads: PositiveWhole
@@ -63,6 +78,7 @@ class CpuSpec:
 
     name: str
     match: tuple[str, ...]
+    segment: str
     vendor: str
     cores: int
     threads: int
@@ -87,7 +103,7 @@ class AssumedCpu:
 
 
 _MEMORY_SPEED = re.compile(r"\b(LP)?DDR(\d)X?[- ]?(\d{4,5})\b", re.IGNORECASE)
-_RAM = re.compile(r"\b(\d{1,4})\s*(GB|GiB|G)\b(?!/s)", re.IGNORECASE)
+_RAM = re.compile(r"\b(\d{1,4})\s*(GB|GiB)\b(?!/s)", re.IGNORECASE)
 
 
 def parse_cpus(text: str, origin: str = CPUS_RESOURCE) -> tuple[CpuSpec, ...]:
@@ -112,6 +128,7 @@ def parse_cpus(text: str, origin: str = CPUS_RESOURCE) -> tuple[CpuSpec, ...]:
             CpuSpec(
                 name=row.name,
                 match=tuple(row.match),
+                segment=row.segment,
                 vendor=row.vendor,
                 cores=row.cores,
                 threads=row.threads,
@@ -161,17 +178,16 @@ def resolve_cpu(text: str) -> AssumedCpu:
     rows where no row is named)."""
     spec = find_cpu(text)
     if spec is None:
-        near = sorted(
-            all_cpus(),
-            key=lambda s: (
-                -max(
-                    len(set(_key(text).split()) & set(_key(w).split())) for w in (*s.match, s.name)
-                )
-            ),
-        )[:3]
+        words = {_key(w): s.name for s in all_cpus() for w in (*s.match, s.name)}
+        typed = [w for w in _key(_RAM.sub(" ", text)).split() if any(c.isdigit() for c in w)]
+        near: list[str] = []
+        for word in typed or [_key(text)]:
+            for close in difflib.get_close_matches(word, list(words), n=3, cutoff=0.6):
+                if words[close] not in near:
+                    near.append(words[close])
         raise UsageError(
-            f"--assume-cpu {text!r}: no such CPU in the catalog; for example "
-            + ", ".join(s.name for s in near)
+            f"--assume-cpu {text!r}: no such CPU in the catalog"
+            + (f"; closest: {', '.join(near[:3])}" if near else "")
             + " (`hwadvisor cpus` lists them)"
         )
     notes = []

@@ -83,6 +83,8 @@ class InferenceAdvice(StrictModel):
     engine: str
     users: int
     target_tok_s: float
+    max_ttft_s: float = 10.0
+    """The longest wait for a reply's first token that still serves a user (seconds)."""
     prompt_tokens: int
     reply_tokens: int = 256
     """The reply length each estimate's ``throughput_tok_s`` is counted at: replies' tokens

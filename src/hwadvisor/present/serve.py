@@ -58,7 +58,7 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
         f"Serving {a.model} ({a.params_total / 1e9:,.1f} B parameters"
         + (f", {a.params_active / 1e9:,.1f} B active" if a.params_active < a.params_total else "")
         + f"), {a.quant} ({a.bits_per_weight:g} bits), {a.context:,} tokens of context, "
-        f"{a.engine}, {users} at ≥ {a.target_tok_s:g} tok/s each",
+        f"{a.engine}, {users} at ≥ {a.target_tok_s:g} tok/s, first token ≤ {a.max_ttft_s:g} s",
     ]
     if a.scenario_class is None and not any(e.origin == "catalog" for e in a.estimates):
         lines.append(f"No option in the price catalog runs {a.engine}: see the note below.")
@@ -100,10 +100,10 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     else:
         ok = "serves it, nothing to buy" if here_serves else "is not enough"
         label = f"This machine ({h.hardware.removeprefix('this machine: ')})"
-        machine = _own_line(label, ok, h, a.users)
+        machine = _own_line(label, ok, h, a)
     # the GPUs the user asked about (--assume-gpu) get their answer before what to buy
     assumed = [
-        _own_line(e.hardware, "serves it" if e.meets_target else "is not enough", e, a.users)
+        _own_line(e.hardware, "serves it" if e.meets_target else "is not enough", e, a)
         for e in a.estimates
         if e.origin == "assumed"
     ]
@@ -137,15 +137,31 @@ def verdict_lines(a: InferenceAdvice) -> list[str]:
     return lines
 
 
-def _own_line(label: str, ok: str, e: InferenceEstimate, users: int) -> str:
-    """A machine the user has or named: whether it serves the model, its fit and speed."""
+def _own_line(label: str, ok: str, e: InferenceEstimate, a: InferenceAdvice) -> str:
+    """A machine the user has or named: whether it serves the model, its fit and speed, and
+    where it is fast enough but its first token comes too late, that it does."""
     fit = (
         f"fits ({_gib(e.memory_needed_bytes)} of {_gib(e.memory_available_bytes)})"
         if e.fits_memory
         else f"does not fit ({_gib(e.memory_needed_bytes)} needed, "
         f"{_gib(e.memory_available_bytes)} usable)"
     )
-    return f"{label} {ok}: {fit}" + (f", {_speed(e, users)}" if e.fits_memory else "")
+    late = (
+        e.fits_memory
+        and not e.meets_target
+        and e.time_to_first_token_s is not None
+        and e.time_to_first_token_s > a.max_ttft_s
+    )
+    return (
+        f"{label} {ok}: {fit}"
+        + (f", {_speed(e, a.users)}" if e.fits_memory else "")
+        + (
+            f"; a {a.prompt_tokens:,}-token prompt waits {e.time_to_first_token_s:.0f} s for "
+            f"its first token (more than {a.max_ttft_s:g})"
+            if late and e.time_to_first_token_s is not None
+            else ""
+        )
+    )
 
 
 _ROWS = 8

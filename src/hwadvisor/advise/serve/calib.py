@@ -403,6 +403,8 @@ UNIT = Rules(
 OVERHEAD_GRID_S = tuple(i * 1e-4 for i in range(0, 31))
 """Fixed time per decode step tried for each engine family: 0 to 3 ms."""
 KIND_OVERHEAD_GRID_S = tuple(i * 2e-4 for i in range(0, 51))
+MIN_SIZE_SPAN = 3.0
+"""A kind's own fixed time per step needs runs of models this many times apart in size."""
 """... and for each device kind of a family: 0 to 10 ms (an Intel or Pascal card's runtime
 takes several)."""
 MAX_EFFICIENCY = 1.2
@@ -695,11 +697,17 @@ def _overhead_of(overhead: dict[str, float], row: SpeedRow) -> float:
 
 def _kind_overheads(rows: list[SpeedRow], family: str, family_s: float) -> dict[str, float]:
     """Per device kind with MIN_ROWS_FOR_OVERHEAD dense single-device rows or more of
-    ``family``: the fixed time per step that fits them best, shrunk toward the family's."""
+    ``family``, of models MIN_SIZE_SPAN apart in size or more: the fixed time per step that
+    fits them best, shrunk toward the family's. Runs of one size cannot tell a fixed time
+    from a lower efficiency (a desktop CPU's 7-14B runs put it at 9 ms, which would have
+    halved a 1B model's speed): such a kind takes the coarser kind's."""
     out: dict[str, float] = {}
     for kind in sorted({row.kind for row in rows}):
         mine = [r for r in rows if r.kind == kind and not r.geom.moe and r.device.count == 1]
         if len(mine) < MIN_ROWS_FOR_OVERHEAD:
+            continue
+        sizes = [r.geom.params_active for r in mine]
+        if max(sizes) < MIN_SIZE_SPAN * min(sizes):
             continue
 
         def err(t0: float, mine: list[SpeedRow] = mine) -> float:

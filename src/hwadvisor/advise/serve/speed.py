@@ -48,6 +48,11 @@ MAX_USERS = 4096
 #: and the other engines decode on them at a lower share of their bandwidth (GTX 1050 Ti 0.5x,
 #: GTX 1080 Ti 0.75x of the rule fitted on newer cards): their own level of the fit.
 LEGACY_GPU = "gpu-legacy"
+DESKTOP_CPU = "cpu-desktop"
+"""A desktop, workstation or server processor on its socket's DIMMs (a Ryzen 7950X, a
+Threadripper, an EPYC, a Graviton), sized from the CPU catalog: llama.cpp decodes there at
+1.5-2.4x the CPU rule fitted on laptops and mini PCs, which run power-limited and often with
+slower memory than their chip takes. Its own level under ``cpu``."""
 INTEL_GPU = "gpu-intel"
 """Intel's GPUs (Arc, Data Center GPU Max): a kind of their own, so that runs on them are not
 averaged with NVIDIA's and AMD's; where a family has none they fall back to ``gpu`` and the
@@ -751,9 +756,11 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         LEGACY_GPU: "NVIDIA GPUs before Volta",
         HBM_GPU: "NVIDIA's data-center GPUs with HBM",
         INSTINCT_GPU: "AMD Instinct GPUs",
+        DESKTOP_CPU: "desktop and server CPUs",
     }.get(kind, kind)
     return (
-        f"; no {family} run was measured on {what}: the efficiencies are other GPUs' "
+        f"; no {family} run was measured on {what}: the efficiencies are other "
+        f"{'CPUs' if base_kind(kind) == 'cpu' else 'GPUs'}' "
         "(an estimate to check)"
     )
 
