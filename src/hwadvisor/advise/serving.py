@@ -231,7 +231,7 @@ def format_runs_on(
 
 def format_words(engine: str, quant_family: str) -> str:
     """What a format needs, in words: ``"tensorrt-llm runs FP8 on GPUs of compute capability
-    8.9 on only"``."""
+    8.9 on only"``, ``"bitsandbytes' 4-bit runs on NVIDIA GPUs, ... and CPUs only"``."""
     if quant_family in FORMAT_HARDWARE:
         what = [_MAKERS[m] for m in FORMAT_HARDWARE[quant_family]]
         return f"bitsandbytes' 4-bit runs on {', '.join(what[:-1])} and {what[-1]} only"
@@ -544,7 +544,8 @@ def _resolve_gpu_or_say_cpu(name: str) -> ResolvedGpu:
 
 def _assumed_cpu(typed: str, engine: str, family: str, notes: list[str]) -> _Candidate:
     """A CPU of the CPU catalog as the user named it (its RAM and memory speed read from the
-    name), sized at its peaks under the CPU kind's efficiencies; an engine or format that
+    name), sized at its peaks: a desktop or server chip under :data:`DESKTOP_CPU`'s
+    efficiencies, a laptop's or a board's under the CPU kind's; an engine or format that
     does not run on CPUs is a usage error."""
     from hwadvisor.catalog.cpus import resolve_cpu
 
@@ -575,7 +576,8 @@ def _assumed_cpu(typed: str, engine: str, family: str, notes: list[str]) -> _Can
 def _cpu_options(prices: Prices) -> list[_Candidate]:
     """The computers without a GPU the price catalog sells with their memory's bandwidth and
     their cores' FLOPs (``[[system]]`` rows with ``memory_bandwidth_gbs``): each the CPU
-    option (class 1), bought whole, sized at its peaks x the CPU kind's efficiencies."""
+    option (class 1), bought whole, a desktop sized at its peaks x :data:`DESKTOP_CPU`'s
+    efficiencies."""
     out = []
     for system in prices.systems:
         if system.gpu or not (system.memory_gb and system.memory_bandwidth_gbs):
@@ -802,7 +804,8 @@ def with_context(request: ServeRequest, geom: LlmGeometry) -> ServeRequest:
 def _engine_default_note(
     geom: LlmGeometry, quant: Any, request: ServeRequest, hardware: list[_Candidate]
 ) -> str | None:
-    """Where no --context was given and vLLM would start at the model's whole window (its
+    """With Ollama, :func:`_ollama_default_note`. With vLLM: where no --context was given and
+    vLLM would start at the model's whole window (its
     ``--max-model-len`` defaults to it) but the first machine in question (this one, or the
     GPU assumed) does not hold one sequence that long, though it holds the context sized:
     vLLM then refuses to start ("the model's max seq len is larger than the maximum number of
