@@ -25,6 +25,7 @@ from hwadvisor import __version__
 from hwadvisor.cliopts import (
     AssumeCpuOpt,
     BaseBitsOpt,
+    CatalogFilterArg,
     CheckpointingOpt,
     ContextOpt,
     DeadlineOpt,
@@ -42,6 +43,7 @@ from hwadvisor.cliopts import (
     QuantOpt,
     QuietOpt,
     ReplyTokensOpt,
+    TableJsonOpt,
     TargetTokOpt,
     TorchPythonOpt,
     UsersOpt,
@@ -1373,11 +1375,8 @@ def workloads() -> None:
     )
 )
 def gpus(
-    name_filter: Annotated[
-        Optional[str],
-        typer.Argument(metavar="[FILTER]", help="Words or a model number the name must have."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    name_filter: CatalogFilterArg = None,
+    as_json: TableJsonOpt = False,
 ) -> None:
     """List the GPU catalog: the names --assume-gpu takes, with memory, peaks and price.
 
@@ -1451,11 +1450,8 @@ def gpus(
     )
 )
 def cpus(
-    name_filter: Annotated[
-        Optional[str],
-        typer.Argument(metavar="[FILTER]", help="Words or a model number the name must have."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    name_filter: CatalogFilterArg = None,
+    as_json: TableJsonOpt = False,
 ) -> None:
     """List the CPU catalog: the names --assume-cpu takes, with cores, memory and peaks.
 

@@ -259,6 +259,13 @@ AssumeCpuOpt = Annotated[
 ]
 
 
+CatalogFilterArg = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Argument(metavar="[FILTER]", help="Words or a model number the name must have."),
+]
+TableJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
 def serve_options(**given: object) -> dict[str, object]:
     """The serving options given on the command line, by ``ServeRequest`` field name (a list
     option as a tuple; an empty one as not given)."""
@@ -282,6 +289,7 @@ __all__ = [
     "MAX_DEADLINE_HOURS",
     "AssumeCpuOpt",
     "BaseBitsOpt",
+    "CatalogFilterArg",
     "CheckpointingOpt",
     "ContextOpt",
     "DeadlineOpt",
@@ -298,6 +306,7 @@ __all__ = [
     "QuantOpt",
     "QuietOpt",
     "ReplyTokensOpt",
+    "TableJsonOpt",
     "TargetTokOpt",
     "UsersOpt",
     "VocabOpt",
