@@ -27,6 +27,7 @@ from hwadvisor.advise.serve.calib import (
     predict,
     predict_pace,
     predict_serving,
+    reference_run,
     serving_estimate,
     serving_one_out,
     serving_rows,
@@ -38,7 +39,8 @@ from hwadvisor.advise.serve.memory import GiB
 def main() -> None:
     data = load_calibration()
     rows = speed_rows(data)
-    served = [r for r in rows if r.family not in HOST_FAMILIES]
+    served = [r for r in rows if r.family not in HOST_FAMILIES and not reference_run(r)]
+    ours = [r for r in rows if r.family not in HOST_FAMILIES and reference_run(r)]
     batched = serving_rows(data)
     eager = [r for r in rows if r.family in HOST_FAMILIES]
     print(f"{len(rows)} speed rows from {len({r.group for r in rows})} sources")
@@ -54,6 +56,10 @@ def main() -> None:
     for phase in ("decode", "prefill"):
         _line(phase, "in sample", [r for row in eager if (r := predict(row, rules, phase))])
         _line(phase, "leave one size out", _one_out(rows, eager, phase))
+    print(f"llama.cpp reference runs on this project's machine: {len(ours)} rows")
+    for phase in ("decode", "prefill"):
+        _line(phase, "in sample", [r for row in ours if (r := predict(row, rules, phase))])
+        _line(phase, "leave one size out", _one_out(rows, ours, phase))
     _memory(data)
 
 

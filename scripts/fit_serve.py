@@ -24,6 +24,7 @@ from hwadvisor.advise.serve.calib import (
     fit_rules,
     leave_one_source_out,
     load_calibration,
+    reference_run,
     serving_rows,
     speed_rows,
     spread_from,
@@ -40,7 +41,7 @@ def render() -> str:
     # The range around an estimate comes from the engines people serve with; the eager rows
     # (this project's reference runs) fit the host's time and are scored on their own
     # (benchmarks/inference_accuracy.py).
-    served = [row for row in rows if row.family not in HOST_FAMILIES]
+    served = [row for row in rows if row.family not in HOST_FAMILIES and not reference_run(row)]
     loso = leave_one_source_out(served, ("decode", "prefill"), serving)
     spread = spread_from(loso["decode"], loso["prefill"])
     rules = fit_rules(rows, spread, serving)

@@ -31,6 +31,7 @@ from hwadvisor.advise.serve.quant import find_quant, kv_bytes_per_value, split_n
 from hwadvisor.advise.serve.speed import (
     DESKTOP_CPU,
     MAX_USERS,
+    SCANNED_CPU,
     DeviceSpeed,
     catalog_devices,
     estimate_speed,
@@ -427,7 +428,7 @@ def machine_options(profile: Profile) -> list[_Candidate]:
                 speed=DeviceSpeed(
                     bandwidth_bytes_s=cpu_triad * 1e9,
                     flops_s=cpu_matmul * 1e9,
-                    kind="unified" if apple_note else "cpu",
+                    kind="unified" if apple_note else SCANNED_CPU,
                     measured=True,
                     note=apple_note,
                 ),
@@ -832,8 +833,9 @@ def _engine_default_note(
 
 #: Ollama's context when none is set, by the GPU memory it finds (its context-length page:
 #: "< 24 GiB VRAM: 4k context, 24-48 GiB VRAM: 32k context, >= 48 GiB VRAM: 256k context").
-#: The tiers name cards by their size, and a 24 GB card reports a little under 24 GiB (an RTX
-#: 4090: 24,564 MiB), so a tier starts a GiB below its figure.
+#: Its server (server/routes.go, August 2026) sums the GPUs' total memory and starts the tiers
+#: at 23 and 47 GiB "to account for small differences" (an RTX 4090 reports 24,564 MiB); it
+#: caps the context at the model's trained length (llm/server.go).
 OLLAMA_DEFAULT_CONTEXTS = ((23 * 2**30, 4096), (47 * 2**30, 32768), (math.inf, 262144))
 
 

@@ -449,6 +449,13 @@ HOST_LAYER_GRID_S = tuple(i * 5e-5 for i in range(0, 81))
 """The host's time per layer tried: 0 to 4 ms."""
 
 
+def reference_run(row: SpeedRow) -> bool:
+    """A run of this project's own reference scripts (group ``reference...``): fitted like any
+    row, scored apart from the published runs (one machine, measured as the scan measures it),
+    so that the leave-one-source-out figures stay those of sources the project did not make."""
+    return row.group.startswith("reference")
+
+
 def _host_ratio(
     row: SpeedRow,
     phase: str,

@@ -48,6 +48,12 @@ MAX_USERS = 4096
 #: and the other engines decode on them at a lower share of their bandwidth (GTX 1050 Ti 0.5x,
 #: GTX 1080 Ti 0.75x of the rule fitted on newer cards): their own level of the fit.
 LEGACY_GPU = "gpu-legacy"
+SCANNED_CPU = "cpu-scanned"
+"""This machine's CPU as the scan measured it: its triad and fp32 matmul, not a chip's peaks
+(which the other CPU kinds' runs give). llama.cpp on this project's 2-vCPU machine decoded at
+1.6-2.0x and prefilled at 2.3-4.0x what the laptop-fitted CPU rule put on those figures: a
+triad is what the cores read, and llama.cpp's integer kernels outrun the fp32 matmul. Its own
+level under ``cpu``; other engines fall back to ``cpu`` (the eager reference runs)."""
 DESKTOP_CPU = "cpu-desktop"
 """A desktop, workstation or server processor on its socket's DIMMs (a Ryzen 7950X, a
 Threadripper, an EPYC, a Graviton), sized from the CPU catalog: llama.cpp decodes there at
@@ -757,6 +763,7 @@ def _unmeasured_kind(rules: Rules, family: str, kind: str) -> str:
         HBM_GPU: "NVIDIA's data-center GPUs with HBM",
         INSTINCT_GPU: "AMD Instinct GPUs",
         DESKTOP_CPU: "desktop and server CPUs",
+        SCANNED_CPU: "a CPU sized from its scan",
     }.get(kind, kind)
     return (
         f"; no {family} run was measured on {what}: the efficiencies are other "
