@@ -581,9 +581,9 @@ def _cpu_options(prices: Prices) -> list[_Candidate]:
     efficiencies."""
     out = []
     for system in prices.systems:
-        if system.gpu or not (system.memory_gb and system.memory_bandwidth_gbs):
-            continue
-        if not system.cpu_tflops:
+        if system.gpu or not (
+            system.memory_gb and system.memory_bandwidth_gbs and system.cpu_tflops
+        ):
             continue
         out.append(
             _Candidate(

@@ -464,12 +464,14 @@ def _host_ratio(
 ) -> float | None:
     """A host-family row's own efficiency once the host's time is taken out; None where the
     host's time hides the device's (a GPU that waits for its launches says nothing of it)."""
-    rule = host.get(f"{row.family}/{row.kind}")
     measured = row.prefill_tok_s if phase == "prefill" else row.decode_tok_s
-    if rule is None or not measured:
+    rules = Rules({}, {}, 1.0, 1.0, 1.0, 1.0, host_s=host, eager_linear_s=eager_linear or {})
+    t_host = rules.host_time(
+        row.family, row.kind, row.geom.layers, find_quant(row.quant).family,
+        quantized_linears(row.geom),
+    )  # fmt: skip
+    if t_host is None or not measured:
         return None
-    per_linear = (eager_linear or {}).get(find_quant(row.quant).family, 0.0)
-    t_host = rule[0] + rule[1] * row.geom.layers + per_linear * quantized_linears(row.geom)
     tokens = row.prompt_tokens if phase == "prefill" else 1
     spent = tokens / float(measured)
     on_gpu = base_kind(row.device.kind) == "gpu"

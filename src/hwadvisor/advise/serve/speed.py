@@ -744,7 +744,8 @@ def _unmeasured_format(rules: Rules, family: str, quant_family: str) -> str:
     """The basis's word on a format sized at its kin's efficiency (:data:`QUANT_KIN`): none
     of ``family``'s runs in it was fitted."""
     kin = QUANT_KIN.get(quant_family)
-    if kin is None or f"{family}/{quant_family}" in (*rules.decode, *rules.prefill):
+    key = f"{family}/{quant_family}"
+    if kin is None or key in rules.decode or key in rules.prefill:
         return ""
     return (
         f"; no {family} run in {quant_family} was fitted: sized at {kin}'s efficiency (one "
